@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace shardscape::cli {
+
+/** Each command adds its subcommand and stores the action to run when it was chosen. */
+using CommandAction = std::function<int()>;
+
+void addPresetCommands(CLI::App& app, CommandAction& action);
+void addInspectCommand(CLI::App& app, CommandAction& action);
+
+} // namespace shardscape::cli

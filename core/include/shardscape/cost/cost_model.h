@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "shardscape/cost/cost_source.h"
+#include "shardscape/cost/layer_cost.h"
+#include "shardscape/cost/memory.h"
+#include "shardscape/cost/parallel_config.h"
+#include "shardscape/hardware/cluster.h"
+#include "shardscape/model/layers.h"
+#include "shardscape/model/model_graph.h"
+#include "shardscape/sim/simulator.h"
+
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace shardscape {
+
+/** One pipeline rank's share of the plan. */
+struct StageReport
+{
+    int first_layer = 0; ///< index into CostModel::layers() of the first layer of the rank's first chunk
+    int last_layer = 0; ///< last layer of its last chunk (inclusive)
+    std::vector<std::pair<int, int>> chunks; ///< [first, last] layers per model chunk (vpp entries)
+    int devices = 0; ///< GPUs running this stage (tp x cp x dp)
+    double compute = 0; ///< seconds of forward + backward per micro-batch, all chunks
+    MemoryBreakdown memory; ///< at the stage's peak
+    int peak_inflight = 0; ///< micro-batches stashed at once at the peak
+};
+
+/** Time split of one step on the critical rank, seconds. */
+struct TimeBreakdown
+{
+    double compute = 0; ///< forward + backward compute of every micro-batch on the busiest rank
+    double recompute = 0;
+    double tp_comm = 0; ///< TP/SP collectives (exposed)
+    double other_comm = 0; ///< CP ring and MoE all-to-all (exposed)
+    double pp_bubble = 0; ///< idle waiting inside the pipeline
+    double dp_exposed = 0; ///< data-parallel gradient sync not hidden under backward
+    double optimizer = 0;
+};
+
+/** Everything `simulate` and the planner report about one configuration. */
+struct Evaluation
+{
+    ParallelConfig config;
+    bool feasible = false;
+    std::string reason; ///< why infeasible (empty when feasible)
+    std::string cost_source; ///< "datasheet" or "profile:..."
+    double step_time = 0; ///< seconds
+    double tokens_per_s = 0;
+    double tflops_per_gpu = 0; ///< model FLOPs (no recomputation) per second per GPU / 1e12
+    double mfu = 0;
+    double hfu = 0;
+    double bubble_ratio = 0;
+    double memory_limit_bytes = 0;
+    std::vector<StageReport> stages; ///< one per pipeline rank
+    TimeBreakdown time;
+    std::shared_ptr<const SimulationResult> simulation; ///< with the timeline when requested
+
+    /** Largest per-device peak over stages, bytes. */
+    double peakMemory() const;
+};
+
+/** The inputs every evaluation shares. */
+struct Workload
+{
+    std::int64_t global_batch = 0; ///< sequences per step
+    std::int64_t seq_len = 0; ///< tokens per sequence (the graph must be built with it)
+    double memory_limit_bytes = 0; ///< per device; 0 = the device's capacity
+};
+
+struct EvaluateOptions
+{
+    bool record_timeline = false; ///< fill Evaluation::simulation with events and memory curves
+    /** Check the world size against the cluster (the planner enumerates only matching configs). */
+    bool require_full_cluster = true;
+};
+
+/**
+ * Predicts one parallel configuration: validates it, costs every layer under its layout, assembles
+ * pipeline chunks, runs the event simulator and derives step time, MFU/HFU and per-device memory.
+ * Immutable after construction except for an internal, thread-safe cache of layer costs, so one
+ * instance can serve many planner threads.
+ */
+class CostModel
+{
+public:
+    CostModel(std::shared_ptr<const ModelGraph> graph, Cluster cluster, CostParams params = {},
+              std::shared_ptr<const CostSource> source = nullptr);
+
+    Evaluation evaluate(const ParallelConfig& config, const Workload& workload, const EvaluateOptions& options = {},
+                        std::stop_token stop = {}) const;
+
+    const ModelGraph& graph() const { return *m_graph; }
+    const std::vector<Layer>& layers() const { return m_layers; }
+    const Cluster& cluster() const { return m_cluster; }
+    const CostParams& params() const { return m_params; }
+    const CostSource& source() const { return *m_source; }
+
+    /** Model FLOPs (forward + backward, no recomputation) per token. */
+    double modelFlopsPerToken() const { return m_flopsPerToken; }
+
+    /** Why `config` cannot run on this model and cluster at all (before costing); empty when it can. */
+    std::string structuralProblem(const ParallelConfig& config, const Workload& workload,
+                                  bool requireFullCluster) const;
+
+    /** Layers per chunk that the evaluator uses when config.stage_layers is empty. */
+    std::vector<int> defaultStageLayers(int chunks) const;
+
+    /** Cost of one layer under a config (cached per identical layer and layout). */
+    const LayerCost& layerCost(std::size_t layer, const ParallelConfig& config) const;
+
+    /** Where a group of `size` ranks of dimension `dim` ("tp", "cp", "dp", "pp") sits in the cluster. */
+    GroupShape groupShape(const ParallelConfig& config, std::string_view dim) const;
+
+private:
+    std::shared_ptr<const ModelGraph> m_graph;
+    Cluster m_cluster;
+    CostParams m_params;
+    std::shared_ptr<const CostSource> m_source;
+    std::vector<Layer> m_layers;
+    std::vector<OpId> m_producer;
+    std::vector<std::size_t> m_signature; ///< identical layers share a signature (and a cache entry)
+    double m_flopsPerToken = 0;
+
+    mutable std::mutex m_cacheMutex;
+    mutable std::unordered_map<std::string, std::unique_ptr<LayerCost>> m_cache;
+};
+
+} // namespace shardscape

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "shardscape/cost/cost_source.h"
+#include "shardscape/cost/parallel_config.h"
+#include "shardscape/model/layers.h"
+#include "shardscape/model/model_graph.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardscape {
+
+/** How one layer is laid out: everything about a ParallelConfig that changes a layer's cost. */
+struct LayerLayout
+{
+    int tp = 1;
+    int cp = 1;
+    int ep = 1;
+    bool sequence_parallel = false;
+    double micro_batch = 1; ///< sequences per micro-batch
+    RecomputeKind recompute = RecomputeKind::None;
+    std::vector<std::string> recompute_modules;
+    GroupShape tp_group;
+    GroupShape cp_group;
+    GroupShape ep_group;
+};
+
+/** Costs of one layer for one micro-batch on one device. Seconds, bytes, FLOPs, parameter elements. */
+struct LayerCost
+{
+    double forward = 0; ///< compute + exposed TP/CP/EP communication
+    double backward_input = 0; ///< input-gradient compute + recomputation + exposed communication
+    double backward_weight = 0; ///< weight-gradient compute
+    double recompute = 0; ///< seconds of recomputation inside backward_input
+    double tp_comm = 0; ///< TP/SP collective seconds (forward + backward), already inside the times above
+    double other_comm = 0; ///< CP ring and EP all-to-all seconds exposed, already inside the times above
+    double flops = 0; ///< model FLOPs (forward + backward) on this device
+    double recompute_flops = 0; ///< extra forward FLOPs of recomputation on this device
+    double recompute_model_flops = 0; ///< the same recomputation counted once for the model (for HFU)
+    double activation_bytes = 0; ///< stashed from forward to backward
+    double largest_activation_bytes = 0; ///< the biggest single activation produced (transient sizing)
+    double output_bytes = 0; ///< activation sent to the next pipeline stage when a boundary follows
+};
+
+/** Parameters one device holds for a layer, by how they are sharded. */
+struct LayerParams
+{
+    double dense = 0; ///< elements per device, non-expert (already divided by tp where sharded)
+    double expert = 0; ///< elements per device of MoE experts (divided by tp x ep)
+};
+
+/**
+ * Computes layer costs from the op graph: each op's share under the layout (tp-sharded roles and, with
+ * sequence parallelism, the replicated ones divide by tp; everything divides by cp), its roofline time
+ * from the cost source, Megatron's collectives, and the stash implied by the saved tensors and the
+ * recomputation rules (a recomputed module keeps only its external inputs).
+ */
+LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& producer, const Layer& layer,
+                           const LayerLayout& layout, const CostSource& source);
+
+/** Parameters of `layer` per device; `ops` may span several layers (a pipeline stage) so tied weights count once. */
+LayerParams paramsPerDevice(const ModelGraph& graph, const std::vector<const Layer*>& layers, int tp, int ep);
+
+/** True when `module` lies inside a module whose path ends with `suffix` (component-wise); "ROOT" matches all. */
+std::string matchedModule(const std::string& module, const std::vector<std::string>& suffixes);
+
+} // namespace shardscape

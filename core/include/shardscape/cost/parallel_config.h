@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "shardscape/model/dtype.h"
+#include "shardscape/sim/schedule.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shardscape {
+
+/** Activation recomputation: none, selective (attention core), full (every block), or named modules. */
+enum class RecomputeKind : std::uint8_t
+{
+    None,
+    Selective,
+    Full,
+    Modules
+};
+std::string_view recomputeName(RecomputeKind kind);
+std::optional<RecomputeKind> parseRecompute(std::string_view name);
+
+/**
+ * One parallel configuration of a training step. The world is tp x cp x dp x pp GPUs; ep splits the
+ * experts over ranks of the dp x cp group (Megatron's expert grid), so it adds no factor.
+ * global batch = dp x micro_batch x num_microbatches sequences.
+ */
+struct ParallelConfig
+{
+    int tp = 1;
+    int pp = 1;
+    int dp = 1;
+    int cp = 1;
+    int ep = 1;
+    int vpp = 1; ///< model chunks per pipeline rank (interleaved schedule)
+    int micro_batch = 1; ///< sequences per micro-batch per data-parallel rank
+    int num_microbatches = 1; ///< per step per data-parallel rank (update_freq / gradient accumulation)
+    int zero_stage = 0; ///< 0: none, 1: optimizer states, 2: + gradients, 3: + parameters
+    int zero_ngroups = 1; ///< ZeRO shards within dp / zero_ngroups ranks (hierarchical partitioning)
+    bool sequence_parallel = false; ///< Megatron SP: shards the non-TP activations by tp
+    RecomputeKind recompute = RecomputeKind::None;
+    std::vector<std::string> recompute_modules; ///< suffixes of module paths; "ROOT" = every block
+    ScheduleKind schedule = ScheduleKind::OneFOneB;
+    /** Layers per pipeline chunk (pp x vpp entries, summing to the model's layer count); empty = automatic. */
+    std::vector<int> stage_layers;
+    /** Rank order, fastest-varying first (Megatron's convention): placement of every group. */
+    std::string rank_order = "tp-cp-dp-pp";
+
+    int worldSize() const { return tp * cp * dp * pp; }
+    int globalBatch() const { return dp * micro_batch * num_microbatches; }
+    /** "tp2 pp4 dp8 mb1 m64 zero1 sp recompute=selective 1f1b" */
+    std::string describe() const;
+};
+
+} // namespace shardscape

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "shardscape/model/dtype.h"
+
+#include <array>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shardscape {
+
+/** A point-to-point fabric: bandwidth per GPU per direction and a per-message latency. */
+struct Link
+{
+    std::string kind; ///< "nvlink4", "infiniband-ndr", "pcie4", "xgmi", "roce" ...
+    double bandwidth = 0; ///< bytes/s per GPU per direction (datasheet, before efficiency)
+    double latency = 0; ///< seconds per message (alpha)
+};
+
+/** One accelerator model, datasheet numbers (dense, no sparsity). */
+struct DeviceSpec
+{
+    std::string name; ///< preset key, e.g. "h100-sxm"
+    std::string display_name; ///< "NVIDIA H100 SXM5 80GB"
+    double memory_bytes = 0; ///< HBM capacity in bytes
+    double hbm_bandwidth = 0; ///< bytes/s
+    double tdp_watts = 0;
+    /** Peak dense FLOP/s indexed by DType (0 where unsupported). */
+    std::array<double, 11> peak_flops {};
+    Link intra_node; ///< GPU-to-GPU inside a node
+    Link inter_node; ///< per-GPU share of the node's scale-out NICs
+    int default_gpus_per_node = 8;
+
+    double peak(DType dtype) const { return peak_flops[static_cast<std::size_t>(dtype)]; }
+};
+
+/** nodes x gpus_per_node identical devices. */
+struct Cluster
+{
+    DeviceSpec device;
+    int nodes = 1;
+    int gpus_per_node = 8;
+
+    int worldSize() const { return nodes * gpus_per_node; }
+    /** Stable text that changes when anything the cost model reads changes (for stale-plan warnings). */
+    std::string fingerprint() const;
+};
+
+/** Names of the built-in device presets, sorted. */
+std::vector<std::string> devicePresetNames();
+/** A preset by name; InputError with the nearest names when unknown. */
+DeviceSpec devicePreset(std::string_view name);
+/** Parses a device object (the preset file format); InputError naming the field on bad input. */
+DeviceSpec parseDeviceSpec(const nlohmann::json& doc, std::string_view origin);
+
+/**
+ * Resolves what the user typed for --cluster: a device preset name (one node of its default size) or a
+ * cluster JSON file {"schema": "shardscape.cluster/1", "device": NAME or {...}, "nodes", "gpus_per_node",
+ * optional "intra_node"/"inter_node" link overrides}. nodes/gpusPerNode > 0 override the file.
+ */
+Cluster loadCluster(const std::string& spec, int nodes = 0, int gpusPerNode = 0);
+
+nlohmann::json toJson(const Cluster& cluster);
+
+} // namespace shardscape

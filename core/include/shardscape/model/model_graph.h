@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "shardscape/model/dtype.h"
+#include "shardscape/model/op_kind.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace shardscape {
+
+using TensorId = std::int32_t;
+using OpId = std::int32_t;
+
+/** A tensor: an activation flowing between ops, or a parameter. */
+struct Tensor
+{
+    std::string name;
+    std::vector<std::int64_t> shape;
+    DType dtype = DType::BF16;
+    bool is_param = false;
+    /** Sharded along the tensor-parallel dimension in the Megatron plan (heads / ffn columns / vocab).
+        Activations that are not are the ones sequence parallelism shards instead. */
+    bool tp_sharded = false;
+
+    std::int64_t elements() const;
+    double bytes() const;
+};
+
+/** One operation of the forward graph. Backward costs are stored alongside (input and weight grads apart). */
+struct Op
+{
+    std::string name;
+    /** Dotted module path, e.g. "model.layers.3.mlp.up_proj"; groups ops into layers and recompute modules. */
+    std::string module;
+    OpKind kind = OpKind::Unknown;
+    TpRole tp_role = TpRole::Replicated;
+    std::vector<TensorId> inputs; ///< activations consumed
+    std::vector<TensorId> outputs; ///< activations produced
+    std::vector<TensorId> params; ///< weights read (may be shared with other ops: tied embeddings)
+    /** Tensors (inputs or outputs) this op keeps alive for its backward pass. */
+    std::vector<TensorId> saved;
+    double flops_fwd = 0; ///< FLOPs of the forward pass for the graph's batch and sequence
+    double flops_bwd_input = 0; ///< FLOPs to compute input gradients
+    double flops_bwd_weight = 0; ///< FLOPs to compute weight gradients
+    double bytes_read = 0; ///< HBM bytes read in the forward pass
+    double bytes_written = 0; ///< HBM bytes written in the forward pass
+    /** MoE only: number of experts and experts per token. */
+    std::int32_t num_experts = 0;
+    std::int32_t top_k = 0;
+    /** Unknown ops: the original op type (e.g. an ONNX op_type) for reports. */
+    std::string source_type;
+};
+
+/**
+ * The architecture of a known transformer, when the graph came from one (HF config or a recognised
+ * ONNX export). Exporters and validity checks (tp must divide heads) read it; generic graphs leave it empty.
+ */
+struct TransformerShape
+{
+    std::string family; ///< "gpt2", "llama", "mistral", "qwen2", "mixtral"
+    std::int64_t hidden = 0;
+    std::int64_t num_layers = 0;
+    std::int64_t num_heads = 0;
+    std::int64_t num_kv_heads = 0;
+    std::int64_t head_dim = 0;
+    std::int64_t ffn_hidden = 0; ///< per expert for MoE
+    std::int64_t vocab = 0;
+    std::int64_t max_positions = 0;
+    std::int64_t num_experts = 0; ///< 0 for dense
+    std::int64_t top_k = 0;
+    bool gated_mlp = false; ///< SwiGLU (3 matrices) vs GELU MLP (2 matrices)
+    bool tied_embeddings = false;
+    bool learned_positions = false;
+    bool flash_attention = true; ///< no s^2 scores stored
+    double dropout = 0.0;
+    std::string norm = "rmsnorm"; ///< "rmsnorm" or "layernorm"
+};
+
+/**
+ * A model's forward op graph for one micro-batch of `batch` sequences of `seq_len` tokens.
+ * Every cost scales linearly with `batch`; the attention terms scale with seq_len^2.
+ * Built by the loaders; immutable once built (share it as shared_ptr<const ModelGraph>).
+ */
+class ModelGraph
+{
+public:
+    std::string name;
+    std::int64_t batch = 1;
+    std::int64_t seq_len = 0;
+    DType dtype = DType::BF16;
+    std::optional<TransformerShape> transformer;
+
+    const std::vector<Tensor>& tensors() const { return m_tensors; }
+    const std::vector<Op>& ops() const { return m_ops; }
+    const Tensor& tensor(TensorId id) const { return m_tensors.at(static_cast<std::size_t>(id)); }
+    const Op& op(OpId id) const { return m_ops.at(static_cast<std::size_t>(id)); }
+
+    /** Adds a tensor; names must be unique (InputError otherwise). */
+    TensorId addTensor(Tensor tensor);
+    /** Adds an op; names must be unique and every tensor id valid (InputError otherwise). */
+    OpId addOp(Op op);
+    std::optional<TensorId> findTensor(const std::string& tensorName) const;
+    std::optional<OpId> findOp(const std::string& opName) const;
+
+    /** Unique parameter elements (a tensor shared by several ops counts once). */
+    double paramCount() const;
+    /** Parameters touched per token: MoE experts count top_k / num_experts of their weights. */
+    double activeParamCount() const;
+    /** Sum of forward FLOPs of all ops for the graph's batch x seq_len tokens. */
+    double forwardFlops() const;
+    double tokens() const { return static_cast<double>(batch * seq_len); }
+
+    /**
+     * Ops in a topological order of the data flow (producer before consumer).
+     * Throws InputError naming ops on a cycle; also checks each activation has at most one producer.
+     */
+    std::vector<OpId> topologicalOrder() const;
+    /** Producer op of each tensor (-1 for graph inputs and parameters). */
+    std::vector<OpId> producers() const;
+
+private:
+    std::vector<Tensor> m_tensors;
+    std::vector<Op> m_ops;
+    std::unordered_map<std::string, TensorId> m_tensorByName;
+    std::unordered_map<std::string, OpId> m_opByName;
+};
+
+} // namespace shardscape

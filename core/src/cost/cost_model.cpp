@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: MIT
+#include "shardscape/cost/cost_model.h"
+
+#include "shardscape/support/error.h"
+#include "shardscape/support/strings.h"
+#include "shardscape/support/units.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <sstream>
+
+namespace shardscape {
+
+double Evaluation::peakMemory() const
+{
+    double peak = 0;
+    for (const auto& s : stages)
+        peak = std::max(peak, s.memory.total());
+    return peak;
+}
+
+namespace {
+
+/** Identical layers (every decoder block of a transformer) get the same signature, so they share costs. */
+std::size_t layerSignature(const ModelGraph& graph, const Layer& layer)
+{
+    std::ostringstream text;
+    text.precision(17);
+    text << static_cast<int>(layer.kind) << '|';
+    for (const auto id : layer.ops) {
+        const Op& op = graph.op(id);
+        const std::string relative
+            = startsWith(op.module, layer.name) ? op.module.substr(layer.name.size()) : op.module;
+        text << relative << ':' << static_cast<int>(op.kind) << ':' << static_cast<int>(op.tp_role) << ':'
+             << op.flops_fwd << ':' << op.flops_bwd_input << ':' << op.flops_bwd_weight << ':' << op.bytes_read << ':'
+             << op.bytes_written << ':' << op.inputs.size() << op.outputs.size() << op.saved.size() << ';';
+        for (const auto t : op.saved)
+            text << graph.tensor(t).bytes() << graph.tensor(t).tp_sharded << ',';
+        for (const auto t : op.outputs)
+            text << graph.tensor(t).bytes() << ',';
+    }
+    return std::hash<std::string> {}(text.str());
+}
+
+double adamStepBytesPerParam()
+{
+    // Reads fp32 master, m, v and the 16-bit gradient; writes master, m, v and the 16-bit weight.
+    return 4 + 4 + 4 + 2 + 4 + 4 + 4 + 2;
+}
+
+} // namespace
+
+CostModel::CostModel(std::shared_ptr<const ModelGraph> graph, Cluster cluster, CostParams params,
+                     std::shared_ptr<const CostSource> source)
+    : m_graph(std::move(graph))
+    , m_cluster(std::move(cluster))
+    , m_params(params)
+    , m_source(source ? std::move(source) : makeDatasheetCostSource(m_cluster, params))
+{
+    m_layers = layersByModule(*m_graph);
+    m_producer = m_graph->producers();
+    double flops = 0;
+    for (const auto& layer : m_layers) {
+        m_signature.push_back(layerSignature(*m_graph, layer));
+        flops += layer.flops_fwd + layer.flops_bwd;
+    }
+    m_flopsPerToken = flops / m_graph->tokens();
+}
+
+GroupShape CostModel::groupShape(const ParallelConfig& config, std::string_view dims) const
+{
+    // Ranks are numbered with the first dimension of rank_order varying fastest; a node holds gpus_per_node
+    // consecutive ranks. A group's members in one node: per dimension, how many of its coordinates fit.
+    const int gpn = m_cluster.gpus_per_node;
+    const auto sizeOf = [&](std::string_view d) {
+        if (d == "tp")
+            return config.tp;
+        if (d == "cp")
+            return config.cp;
+        if (d == "dp")
+            return config.dp;
+        if (d == "pp")
+            return config.pp;
+        return 1;
+    };
+    std::vector<std::string> order;
+    std::stringstream in(config.rank_order);
+    for (std::string d; std::getline(in, d, '-');)
+        order.push_back(d);
+    GroupShape shape;
+    shape.size = 1;
+    shape.per_node = 1;
+    long stride = 1;
+    for (const auto& d : order) {
+        const int n = sizeOf(d);
+        if (dims.find(d) != std::string_view::npos) {
+            shape.size *= n;
+            const long fits = stride >= gpn ? 1 : std::clamp<long>(gpn / stride, 1, n);
+            shape.per_node *= static_cast<int>(fits);
+        }
+        stride *= n;
+    }
+    return shape;
+}
+
+std::vector<int> CostModel::defaultStageLayers(int chunks) const
+{
+    const int total = static_cast<int>(m_layers.size());
+    int blocks = 0;
+    for (const auto& layer : m_layers)
+        blocks += layer.kind == LayerKind::Block ? 1 : 0;
+    const int leading = m_layers.front().kind == LayerKind::Embedding ? 1 : 0;
+    const int trailing = m_layers.back().kind == LayerKind::Head ? 1 : 0;
+    if (blocks < chunks || blocks + leading + trailing != total) {
+        // Not a plain embedding-blocks-head stack: split the layer list as evenly as possible.
+        std::vector<int> counts(static_cast<std::size_t>(chunks), total / chunks);
+        for (int i = 0; i < total % chunks; ++i)
+            ++counts[static_cast<std::size_t>(i)];
+        return counts;
+    }
+    // Megatron's default: blocks evenly over chunks, the embedding on the first and the head on the last.
+    std::vector<int> counts(static_cast<std::size_t>(chunks), blocks / chunks);
+    for (int i = 0; i < blocks % chunks; ++i)
+        ++counts[static_cast<std::size_t>(chunks - 1 - (i + 1) % chunks)]; // spare blocks away from the ends first
+    counts.front() += leading;
+    counts.back() += trailing;
+    return counts;
+}
+
+std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload& w, bool requireFullCluster) const
+{
+    for (const auto& [name, value] : {std::pair<const char*, int> {"tp", c.tp},
+                                      {"pp", c.pp},
+                                      {"dp", c.dp},
+                                      {"cp", c.cp},
+                                      {"ep", c.ep},
+                                      {"vpp", c.vpp},
+                                      {"micro-batch", c.micro_batch},
+                                      {"micro-batches", c.num_microbatches},
+                                      {"zero_ngroups", c.zero_ngroups}})
+        if (value < 1)
+            return cat(name, " must be at least 1 (got ", value, ")");
+    if (requireFullCluster && c.worldSize() != m_cluster.worldSize())
+        return cat("tp x cp x dp x pp = ", c.worldSize(), " GPUs, but the cluster has ", m_cluster.worldSize(), " (",
+                   m_cluster.nodes, " x ", m_cluster.gpus_per_node, ")");
+    if (w.global_batch > 0 && c.globalBatch() != w.global_batch)
+        return cat("global batch ", w.global_batch, " is not dp x micro-batch x micro-batches = ", c.dp, " x ",
+                   c.micro_batch, " x ", c.num_microbatches);
+    if (w.seq_len > 0 && w.seq_len != m_graph->seq_len)
+        return cat("the model graph was built for seq_len ", m_graph->seq_len, ", not ", w.seq_len);
+    if (m_graph->transformer) {
+        const auto& t = *m_graph->transformer;
+        if (t.num_heads % c.tp)
+            return cat("tp ", c.tp, " does not divide the ", t.num_heads, " attention heads");
+        if (t.num_kv_heads % c.tp)
+            return cat("tp ", c.tp, " does not divide the ", t.num_kv_heads, " key/value heads");
+        if (t.ffn_hidden % c.tp)
+            return cat("tp ", c.tp, " does not divide the FFN size ", t.ffn_hidden);
+        if (c.ep > 1 && (t.num_experts == 0 || t.num_experts % c.ep))
+            return t.num_experts == 0 ? std::string("ep > 1 needs a mixture-of-experts model")
+                                      : cat("ep ", c.ep, " does not divide the ", t.num_experts, " experts");
+    } else if (c.ep > 1) {
+        return "ep > 1 needs a mixture-of-experts model";
+    }
+    if (c.ep > 1 && (c.dp * c.cp) % c.ep)
+        return cat("ep ", c.ep, " must divide dp x cp = ", c.dp * c.cp,
+                   " (experts are spread over data-parallel ranks)");
+    if (c.cp > 1 && m_graph->seq_len % (2 * c.cp))
+        return cat("cp ", c.cp, " needs seq_len divisible by 2 x cp (load-balanced chunks); seq_len is ",
+                   m_graph->seq_len);
+    if (c.sequence_parallel && c.tp == 1)
+        return "sequence parallelism needs tp > 1";
+    if (c.zero_stage < 0 || c.zero_stage > 3)
+        return cat("ZeRO stage must be 0..3 (got ", c.zero_stage, ")");
+    if ((c.dp * c.cp) % c.zero_ngroups)
+        return cat("zero_ngroups ", c.zero_ngroups, " must divide dp x cp = ", c.dp * c.cp);
+    if (c.recompute == RecomputeKind::Modules && c.recompute_modules.empty())
+        return "recompute by modules needs at least one module name";
+    const int chunks = c.pp * c.vpp;
+    if (chunks > static_cast<int>(m_layers.size()))
+        return cat("pp x vpp = ", chunks, " pipeline chunks but the model has only ", m_layers.size(), " layers");
+    if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
+        return "vpp > 1 needs the interleaved schedule";
+    if (c.schedule == ScheduleKind::Interleaved1F1B) {
+        if (c.pp < 2 || c.vpp < 2)
+            return "the interleaved schedule needs pp >= 2 and vpp >= 2";
+        if (c.num_microbatches % c.pp)
+            return cat("the interleaved schedule needs micro-batches (", c.num_microbatches, ") divisible by pp (",
+                       c.pp, ")");
+    }
+    if (!c.stage_layers.empty()) {
+        if (static_cast<int>(c.stage_layers.size()) != chunks)
+            return cat("stage layer list has ", c.stage_layers.size(), " entries, expected pp x vpp = ", chunks);
+        long sum = 0;
+        for (const int n : c.stage_layers) {
+            if (n < 1)
+                return "every pipeline chunk needs at least one layer";
+            sum += n;
+        }
+        if (sum != static_cast<long>(m_layers.size()))
+            return cat("stage layer counts sum to ", sum, ", but the model has ", m_layers.size(), " layers");
+    }
+    if (m_cluster.device.peak(m_graph->dtype) <= 0)
+        return cat(m_cluster.device.name, " has no ", dtypeName(m_graph->dtype), " tensor-core rate");
+    return {};
+}
+
+const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c) const
+{
+    LayerLayout layout;
+    layout.tp = c.tp;
+    layout.cp = c.cp;
+    layout.ep = c.ep;
+    layout.sequence_parallel = c.sequence_parallel;
+    layout.micro_batch = c.micro_batch;
+    layout.recompute = c.recompute;
+    layout.recompute_modules = c.recompute_modules;
+    layout.tp_group = groupShape(c, "tp");
+    layout.cp_group = groupShape(c, "cp");
+    // Experts spread over consecutive data-parallel ranks (Megatron's tp-cp-ep-dp order).
+    layout.ep_group = {c.ep, std::max(1, std::min(c.ep, m_cluster.gpus_per_node / std::max(1, c.tp * c.cp)))};
+
+    std::string key = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.sequence_parallel, ',',
+                          c.micro_batch, ',', static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',',
+                          layout.tp_group.per_node, ',', layout.cp_group.per_node);
+    std::lock_guard lock(m_cacheMutex);
+    auto& slot = m_cache[key];
+    if (!slot)
+        slot = std::make_unique<LayerCost>(computeLayerCost(*m_graph, m_producer, m_layers[layer], layout, *m_source));
+    return *slot;
+}
+
+Evaluation CostModel::evaluate(const ParallelConfig& c, const Workload& w, const EvaluateOptions& options,
+                               std::stop_token stop) const
+{
+    Evaluation e;
+    e.config = c;
+    e.cost_source = m_source->name();
+    e.memory_limit_bytes = w.memory_limit_bytes > 0 ? w.memory_limit_bytes : m_cluster.device.memory_bytes;
+    e.reason = structuralProblem(c, w, options.require_full_cluster);
+    if (!e.reason.empty())
+        return e;
+
+    const int chunks = c.pp * c.vpp;
+    const std::vector<int> counts = c.stage_layers.empty() ? defaultStageLayers(chunks) : c.stage_layers;
+    const double weightBytes = dtypeBytes(m_graph->dtype);
+    const int dpGroup = c.dp * c.cp;
+    const double denseShard = static_cast<double>(dpGroup) / c.zero_ngroups;
+    const double expertShard = std::max(1.0, denseShard / c.ep);
+    const GroupShape denseSync = groupShape(c, "cp-dp");
+    const GroupShape expertSync {std::max(1, dpGroup / c.ep), std::max(1, denseSync.per_node / c.ep)};
+    const GroupShape denseZero {std::max(1, dpGroup / c.zero_ngroups),
+                                std::max(1, denseSync.per_node / c.zero_ngroups)};
+    const bool ppInterNode = groupShape(c, "pp").nodes() > 1;
+
+    PipelineSpec spec;
+    spec.schedule = c.pp == 1 ? ScheduleKind::OneFOneB : c.schedule;
+    spec.pp = c.pp;
+    spec.vpp = c.vpp;
+    spec.num_microbatches = c.num_microbatches;
+    spec.record_events = options.record_timeline;
+    spec.stages.resize(static_cast<std::size_t>(chunks));
+
+    struct ChunkInfo
+    {
+        int first = 0, last = 0;
+        LayerParams params;
+        double largest = 0;
+        double recomputeModelFlops = 0;
+        double tpComm = 0, otherComm = 0, recompute = 0, compute = 0;
+    };
+    std::vector<ChunkInfo> info(static_cast<std::size_t>(chunks));
+    int next = 0;
+    for (int k = 0; k < chunks; ++k) {
+        auto& chunk = info[static_cast<std::size_t>(k)];
+        auto& stage = spec.stages[static_cast<std::size_t>(k)];
+        chunk.first = next;
+        chunk.last = next + counts[static_cast<std::size_t>(k)] - 1;
+        next = chunk.last + 1;
+        std::vector<const Layer*> members;
+        for (int l = chunk.first; l <= chunk.last; ++l) {
+            const LayerCost& lc = layerCost(static_cast<std::size_t>(l), c);
+            members.push_back(&m_layers[static_cast<std::size_t>(l)]);
+            stage.forward += lc.forward;
+            stage.backward_input += lc.backward_input;
+            stage.backward_weight += lc.backward_weight;
+            stage.activation_bytes += lc.activation_bytes;
+            chunk.largest = std::max(chunk.largest, lc.largest_activation_bytes);
+            chunk.recomputeModelFlops += lc.recompute_model_flops;
+            chunk.tpComm += lc.tp_comm;
+            chunk.otherComm += lc.other_comm;
+            chunk.recompute += lc.recompute;
+        }
+        chunk.compute = stage.forward + stage.backward_input + stage.backward_weight;
+        const double boundary = layerCost(static_cast<std::size_t>(chunk.last), c).output_bytes;
+        stage.send_forward = k + 1 < chunks ? m_source->p2pTime(boundary, ppInterNode) : 0;
+        // The input gradient going back has the size of the previous chunk's output.
+        stage.send_backward = k > 0
+            ? m_source->p2pTime(
+                layerCost(static_cast<std::size_t>(info[static_cast<std::size_t>(k - 1)].last), c).output_bytes,
+                ppInterNode)
+            : 0;
+
+        chunk.params = paramsPerDevice(*m_graph, members, c.tp, c.ep);
+        const double dense = chunk.params.dense;
+        const double expert = chunk.params.expert;
+        const double weights
+            = (c.zero_stage >= 3 ? dense / denseShard + expert / expertShard : dense + expert) * weightBytes;
+        const double grads
+            = (c.zero_stage >= 2 ? dense / denseShard + expert / expertShard : dense + expert) * m_params.grad_bytes;
+        const double optimizer = (c.zero_stage >= 1 ? dense / denseShard + expert / expertShard : dense + expert)
+            * weightBytes * (m_params.opt_resident_coef + m_params.opt_transient_coef);
+        stage.static_bytes = weights + grads + optimizer;
+
+        // Data-parallel gradient sync (ZeRO 1/2: reduce-scatter + all-gather, the same volume as an all-reduce).
+        const double gradSync = m_source->collectiveTime(Collective::AllReduce, dense * m_params.grad_bytes, denseSync)
+            + m_source->collectiveTime(Collective::AllReduce, expert * m_params.grad_bytes, expertSync);
+        if (c.zero_stage >= 3) {
+            // FSDP/ZeRO-3 gathers the weights for every forward and backward and reduce-scatters gradients each
+            // micro-batch; prefetching hides most of it under compute.
+            const double gather = m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero);
+            const double scatter
+                = m_source->collectiveTime(Collective::ReduceScatter, dense * m_params.grad_bytes, denseZero);
+            const auto exposed = [&](double comm, double compute) {
+                return std::max(comm * (1 - m_params.zero3_prefetch_overlap), comm - compute);
+            };
+            stage.forward += exposed(gather, stage.forward);
+            stage.backward_input += exposed(gather + scatter, stage.backward_input + stage.backward_weight);
+            stage.grad_sync = m_source->collectiveTime(Collective::AllReduce, expert * m_params.grad_bytes, expertSync);
+        } else {
+            stage.grad_sync = gradSync;
+        }
+        stage.grad_sync_overlap = m_params.dp_overlap * (stage.backward_input + stage.backward_weight);
+    }
+
+    // The optimizer step streams the rank's (sharded) states once.
+    std::vector<double> optimizerStep(static_cast<std::size_t>(c.pp), 0.0);
+    for (int k = 0; k < chunks; ++k) {
+        const auto& p = info[static_cast<std::size_t>(k)].params;
+        const double local = c.zero_stage >= 1 ? p.dense / denseShard + p.expert / expertShard : p.dense + p.expert;
+        optimizerStep[static_cast<std::size_t>(k % c.pp)] += local * adamStepBytesPerParam();
+    }
+    for (double& bytes : optimizerStep)
+        bytes = m_source->memoryTime(bytes);
+    spec.optimizer_step = *std::max_element(optimizerStep.begin(), optimizerStep.end());
+
+    auto sim = std::make_shared<SimulationResult>(simulatePipeline(spec, stop));
+    e.simulation = sim;
+    e.step_time = sim->step_time;
+    e.bubble_ratio = sim->bubble_ratio;
+
+    // Per pipeline rank: memory at its peak and its share of the layers.
+    e.stages.resize(static_cast<std::size_t>(c.pp));
+    for (int r = 0; r < c.pp; ++r) {
+        StageReport& report = e.stages[static_cast<std::size_t>(r)];
+        report.devices = c.tp * c.cp * c.dp;
+        report.first_layer = info[static_cast<std::size_t>(r)].first;
+        double largest = 0;
+        double zero3Gather = 0;
+        for (int k = r; k < chunks; k += c.pp) {
+            const auto& chunk = info[static_cast<std::size_t>(k)];
+            const auto& stage = spec.stages[static_cast<std::size_t>(k)];
+            report.chunks.emplace_back(chunk.first, chunk.last);
+            report.last_layer = chunk.last;
+            report.compute += stage.forward + stage.backward_input + stage.backward_weight;
+            const double dense = chunk.params.dense;
+            const double expert = chunk.params.expert;
+            report.memory.weights
+                += (c.zero_stage >= 3 ? dense / denseShard + expert / expertShard : dense + expert) * weightBytes;
+            report.memory.gradients += (c.zero_stage >= 2 ? dense / denseShard + expert / expertShard : dense + expert)
+                * m_params.grad_bytes;
+            report.memory.optimizer += (c.zero_stage >= 1 ? dense / denseShard + expert / expertShard : dense + expert)
+                * weightBytes * (m_params.opt_resident_coef + m_params.opt_transient_coef);
+            largest = std::max(largest, chunk.largest);
+            if (c.zero_stage >= 3)
+                zero3Gather = std::max(zero3Gather, 2 * dense / (chunk.last - chunk.first + 1) * weightBytes);
+        }
+        const double stash = sim->peak_memory[static_cast<std::size_t>(r)]
+            - (report.memory.weights + report.memory.gradients + report.memory.optimizer);
+        report.memory.activations = std::max(0.0, stash);
+        report.memory.transient = m_params.transient_mem_coef * largest + zero3Gather;
+        report.memory.reserve = m_params.runtime_reserve_bytes;
+        report.peak_inflight = sim->peak_inflight[static_cast<std::size_t>(r)];
+    }
+
+    // Throughput and utilisation.
+    const double tokens = static_cast<double>(c.globalBatch()) * static_cast<double>(m_graph->seq_len);
+    const double world = c.worldSize();
+    const double modelFlops = m_flopsPerToken * tokens;
+    double recomputeFlops = 0;
+    for (const auto& chunk : info)
+        recomputeFlops += chunk.recomputeModelFlops;
+    recomputeFlops *= static_cast<double>(c.num_microbatches) * c.dp; // per micro-batch of one replica
+    const double peak = m_cluster.device.peak(m_graph->dtype);
+    e.tokens_per_s = tokens / e.step_time;
+    e.tflops_per_gpu = modelFlops / e.step_time / world / units::kTera;
+    e.mfu = modelFlops / (e.step_time * world * peak);
+    e.hfu = (modelFlops + recomputeFlops) / (e.step_time * world * peak);
+
+    // Where the time of the busiest rank goes.
+    const auto busiest = std::max_element(sim->busy.begin(), sim->busy.end()) - sim->busy.begin();
+    double tpComm = 0, otherComm = 0, recompute = 0;
+    for (int k = static_cast<int>(busiest); k < chunks; k += c.pp) {
+        tpComm += info[static_cast<std::size_t>(k)].tpComm;
+        otherComm += info[static_cast<std::size_t>(k)].otherComm;
+        recompute += info[static_cast<std::size_t>(k)].recompute;
+    }
+    const double m = c.num_microbatches;
+    e.time.tp_comm = tpComm * m;
+    e.time.other_comm = otherComm * m;
+    e.time.recompute = recompute * m;
+    e.time.compute
+        = sim->busy[static_cast<std::size_t>(busiest)] - e.time.tp_comm - e.time.other_comm - e.time.recompute;
+    e.time.pp_bubble = sim->pipeline_time - sim->busy[static_cast<std::size_t>(busiest)];
+    e.time.optimizer = spec.optimizer_step;
+    e.time.dp_exposed = std::max(0.0, sim->step_time - sim->pipeline_time - spec.optimizer_step);
+
+    // Feasible only when every stage fits.
+    e.feasible = true;
+    for (std::size_t r = 0; r < e.stages.size(); ++r) {
+        const auto& mem = e.stages[r].memory;
+        if (mem.total() > e.memory_limit_bytes) {
+            e.feasible = false;
+            e.reason = cat("pipeline stage ", r, " needs ", fixed(mem.total() / units::kGB, 1),
+                           " GB per GPU, over the ", fixed(e.memory_limit_bytes / units::kGB, 1), " GB limit (weights ",
+                           fixed(mem.weights / units::kGB, 1), ", grads ", fixed(mem.gradients / units::kGB, 1),
+                           ", optimizer ", fixed(mem.optimizer / units::kGB, 1), ", activations ",
+                           fixed(mem.activations / units::kGB, 1), " GB)");
+            break;
+        }
+    }
+    return e;
+}
+
+} // namespace shardscape

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+#include "shardscape/cost/layer_cost.h"
+
+#include "shardscape/support/strings.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace shardscape {
+
+std::string matchedModule(const std::string& module, const std::vector<std::string>& suffixes)
+{
+    for (const auto& suffix : suffixes) {
+        if (suffix == "ROOT")
+            return module.substr(0, module.find('.') == std::string::npos ? module.size() : module.find('.'));
+        // Walk the module's prefixes at component boundaries: "a.b.c" -> "a", "a.b", "a.b.c".
+        std::size_t end = 0;
+        while (end != std::string::npos) {
+            end = module.find('.', end + 1);
+            const std::string prefix = module.substr(0, end);
+            if (prefix == suffix || endsWith(prefix, "." + suffix))
+                return prefix;
+            if (end == std::string::npos)
+                break;
+        }
+    }
+    return {};
+}
+
+namespace {
+
+bool splitsByTp(TpRole role)
+{
+    return role == TpRole::Column || role == TpRole::Row || role == TpRole::Heads || role == TpRole::Vocab
+        || role == TpRole::Local || role == TpRole::Experts;
+}
+
+bool isGemm(OpKind kind)
+{
+    return kind == OpKind::Linear || kind == OpKind::MatMul || kind == OpKind::AttentionScore
+        || kind == OpKind::AttentionContext || kind == OpKind::MoeRouter || kind == OpKind::MoeExperts
+        || kind == OpKind::Conv;
+}
+
+/** The GEMM an op runs on one device, [m x k] @ [k x n], from its weight shape and FLOPs. */
+struct Gemm
+{
+    double m = 0, n = 0, k = 0;
+};
+
+Gemm gemmOf(const ModelGraph& graph, const Op& op, double flops, int tp)
+{
+    Gemm g;
+    if (!op.params.empty()) {
+        const auto& shape = graph.tensor(op.params.front()).shape;
+        if (shape.size() >= 2) {
+            g.k = static_cast<double>(shape[shape.size() - 2]);
+            g.n = static_cast<double>(shape.back());
+            if (op.tp_role == TpRole::Row)
+                g.k /= tp;
+            else if (op.tp_role != TpRole::Replicated)
+                g.n /= tp;
+        }
+    } else if (!op.outputs.empty()) {
+        // Activation @ activation (attention scores or context): batched GEMMs with a square-ish shape.
+        const auto& shape = graph.tensor(op.outputs.front()).shape;
+        g.n = static_cast<double>(shape.back());
+        g.k = static_cast<double>(shape.size() >= 2 ? shape[shape.size() - 2] : 1);
+    }
+    if (g.n <= 0 || g.k <= 0) {
+        g.n = g.k = 1024;
+    }
+    g.m = flops / (2 * g.n * g.k);
+    return g;
+}
+
+struct TensorBytes
+{
+    const ModelGraph& graph;
+    const LayerLayout& layout;
+    double scale; ///< micro-batch / graph batch, divided by cp
+    /** Bytes of a tensor on one device under the layout. */
+    double operator()(TensorId id) const
+    {
+        const Tensor& t = graph.tensor(id);
+        double bytes = t.bytes() * scale;
+        if (t.tp_sharded || layout.sequence_parallel)
+            bytes /= layout.tp;
+        return bytes;
+    }
+    /** Bytes of a hidden-size activation before any TP/SP split (what TP collectives move). */
+    double full(TensorId id) const { return graph.tensor(id).bytes() * scale; }
+};
+
+/** The recomputed module instance an op belongs to, or "" when its activations are kept. */
+std::string recomputeInstance(const Op& op, const Layer& layer, const LayerLayout& layout)
+{
+    switch (layout.recompute) {
+    case RecomputeKind::None:
+        return {};
+    case RecomputeKind::Full:
+        return layer.kind == LayerKind::Block ? layer.name : std::string();
+    case RecomputeKind::Selective:
+        return matchedModule(op.module, {"core"});
+    case RecomputeKind::Modules:
+        break;
+    }
+    if (std::find(layout.recompute_modules.begin(), layout.recompute_modules.end(), "ROOT")
+        != layout.recompute_modules.end())
+        return layer.name;
+    return matchedModule(op.module, layout.recompute_modules);
+}
+
+} // namespace
+
+LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& producer, const Layer& layer,
+                           const LayerLayout& layout, const CostSource& source)
+{
+    LayerCost cost;
+    const int tp = std::max(1, layout.tp);
+    const int cp = std::max(1, layout.cp);
+    const double batchScale = layout.micro_batch / static_cast<double>(graph.batch);
+    const TensorBytes bytesOf {graph, layout, batchScale / cp};
+    const DType dtype = graph.dtype;
+
+    std::vector<std::string> instanceOf(layer.ops.size());
+    std::unordered_map<OpId, std::size_t> indexOf;
+    for (std::size_t i = 0; i < layer.ops.size(); ++i) {
+        indexOf.emplace(layer.ops[i], i);
+        instanceOf[i] = recomputeInstance(graph.op(layer.ops[i]), layer, layout);
+    }
+    const auto producedInside = [&](TensorId t, const std::string& instance) {
+        const OpId from = producer[static_cast<std::size_t>(t)];
+        const auto it = indexOf.find(from);
+        return from >= 0 && it != indexOf.end() && instanceOf[it->second] == instance;
+    };
+
+    std::unordered_set<TensorId> stashed;
+    std::unordered_set<TensorId> columnInputs;
+    double tpFwd = 0, tpBwd = 0, otherFwd = 0, otherBwd = 0;
+    double attentionFwd = 0;
+    double cpKvBytes = 0;
+
+    for (std::size_t i = 0; i < layer.ops.size(); ++i) {
+        const Op& op = graph.op(layer.ops[i]);
+        const bool split = splitsByTp(op.tp_role) || layout.sequence_parallel;
+        const double share = batchScale / cp / (split ? tp : 1);
+        const double fwdFlops = op.flops_fwd * share;
+        const double bwdInputFlops = op.flops_bwd_input * share;
+        const double bwdWeightFlops = op.flops_bwd_weight * share;
+
+        double fwd = 0, bwdIn = 0, bwdW = 0;
+        if (isGemm(op.kind) && fwdFlops > 0) {
+            const Gemm g = gemmOf(graph, op, fwdFlops, split ? tp : 1);
+            fwd = source.matmulTime(g.m, g.n, g.k, dtype);
+            bwdIn = bwdInputFlops > 0 ? source.matmulTime(g.m, g.k, g.n, dtype) * bwdInputFlops / fwdFlops : 0;
+            bwdW = bwdWeightFlops > 0 ? source.matmulTime(g.k, g.n, g.m, dtype) * bwdWeightFlops / fwdFlops : 0;
+        } else if (op.kind == OpKind::FlashAttention) {
+            fwd = source.attentionTime(fwdFlops, dtype);
+            // Flash backward recomputes the scores: five GEMM passes to the forward's two (x 1.25 of 2x).
+            bwdIn = source.attentionTime(bwdInputFlops * 1.25, dtype);
+            attentionFwd += fwd;
+            for (std::size_t k = 1; k < op.inputs.size() && k < 3; ++k)
+                cpKvBytes += bytesOf(op.inputs[k]);
+        } else {
+            const double moved = (op.bytes_read + op.bytes_written) * share;
+            fwd = source.memoryTime(moved);
+            // Backward reads the saved input and the output gradient and writes the input gradient.
+            bwdIn = source.memoryTime(1.5 * moved);
+        }
+        if (op.kind == OpKind::AttentionScore || op.kind == OpKind::AttentionContext)
+            attentionFwd += fwd;
+
+        cost.forward += fwd;
+        cost.backward_input += bwdIn;
+        cost.backward_weight += bwdW;
+        cost.flops += fwdFlops + bwdInputFlops + bwdWeightFlops;
+
+        if (!instanceOf[i].empty()) {
+            cost.recompute += fwd;
+            cost.recompute_flops += fwdFlops;
+            cost.recompute_model_flops += op.flops_fwd * batchScale;
+            // A recomputed module keeps its external inputs, and what ops outside it need.
+            for (const auto t : op.inputs)
+                if (!graph.tensor(t).is_param && !producedInside(t, instanceOf[i]))
+                    stashed.insert(t);
+            for (const auto t : op.saved)
+                if (!producedInside(t, instanceOf[i]))
+                    stashed.insert(t);
+        } else {
+            stashed.insert(op.saved.begin(), op.saved.end());
+        }
+        for (const auto t : op.outputs)
+            cost.largest_activation_bytes = std::max(cost.largest_activation_bytes, bytesOf(t));
+
+        // Megatron's tensor-parallel collectives (Shoeybi et al.; Korthikanti et al. for SP).
+        if (tp > 1) {
+            const bool sp = layout.sequence_parallel;
+            const bool reducesOutput
+                = op.tp_role == TpRole::Row || (op.tp_role == TpRole::Vocab && op.kind == OpKind::Embedding);
+            const bool gathersInput = op.tp_role == TpRole::Column
+                || (op.tp_role == TpRole::Vocab && (op.kind == OpKind::Linear || op.kind == OpKind::MatMul));
+            if (reducesOutput && !op.outputs.empty()) {
+                const double bytes = bytesOf.full(op.outputs.front());
+                tpFwd += source.collectiveTime(sp ? Collective::ReduceScatter : Collective::AllReduce, bytes,
+                                               layout.tp_group);
+                if (sp)
+                    tpBwd += source.collectiveTime(Collective::AllGather, bytes, layout.tp_group);
+            }
+            if (gathersInput && !op.inputs.empty() && columnInputs.insert(op.inputs.front()).second) {
+                const double bytes = bytesOf.full(op.inputs.front());
+                if (sp)
+                    tpFwd += source.collectiveTime(Collective::AllGather, bytes, layout.tp_group);
+                tpBwd += source.collectiveTime(sp ? Collective::ReduceScatter : Collective::AllReduce, bytes,
+                                               layout.tp_group);
+            }
+            if (op.kind == OpKind::Loss && op.tp_role == TpRole::Vocab) {
+                // Vocab-parallel cross-entropy: max, sum of exponentials and target logit, fp32 per token.
+                const double tokens = layout.micro_batch * static_cast<double>(graph.seq_len) / cp;
+                tpFwd += 3 * source.collectiveTime(Collective::AllReduce, 4 * tokens, layout.tp_group);
+            }
+        }
+        if (op.kind == OpKind::MoeExperts && layout.ep > 1 && op.top_k > 0 && !op.inputs.empty()) {
+            // Dispatch and combine all-to-alls of the routed tokens, forward and backward.
+            const double routed = bytesOf.full(op.inputs.front()) * op.top_k / (layout.sequence_parallel ? tp : 1);
+            const double a2a = source.collectiveTime(Collective::AllToAll, routed, layout.ep_group);
+            otherFwd += 2 * a2a;
+            otherBwd += 2 * a2a;
+        }
+    }
+
+    for (const auto t : stashed)
+        if (!graph.tensor(t).is_param)
+            cost.activation_bytes += bytesOf(t);
+
+    if (cp > 1 && cpKvBytes > 0) {
+        // Ring attention: cp - 1 steps each passing the local K/V chunk on, hidden under the attention compute.
+        const bool inter = layout.cp_group.nodes() > 1;
+        const double ring = (cp - 1) * source.p2pTime(cpKvBytes, inter);
+        otherFwd += std::max(0.0, ring - attentionFwd);
+        otherBwd += std::max(0.0, 2 * ring - 2 * attentionFwd); // K/V out and dK/dV back
+    }
+
+    cost.tp_comm = tpFwd + tpBwd;
+    cost.other_comm = otherFwd + otherBwd;
+    cost.forward += tpFwd + otherFwd;
+    cost.backward_input += tpBwd + otherBwd + cost.recompute;
+
+    // What a pipeline boundary after this layer sends: the last op's main output.
+    if (!layer.ops.empty()) {
+        const Op& last = graph.op(layer.ops.back());
+        if (!last.outputs.empty())
+            cost.output_bytes = bytesOf(last.outputs.front());
+    }
+    return cost;
+}
+
+LayerParams paramsPerDevice(const ModelGraph& graph, const std::vector<const Layer*>& layers, int tp, int ep)
+{
+    LayerParams p;
+    std::unordered_set<TensorId> seen;
+    for (const Layer* layer : layers) {
+        for (const auto id : layer->ops) {
+            const Op& op = graph.op(id);
+            for (const auto t : op.params) {
+                if (!seen.insert(t).second)
+                    continue;
+                const Tensor& tensor = graph.tensor(t);
+                const double elements = static_cast<double>(tensor.elements());
+                if (op.kind == OpKind::MoeExperts)
+                    p.expert += elements / (tensor.tp_sharded ? tp : 1) / std::max(1, ep);
+                else
+                    p.dense += elements / (tensor.tp_sharded ? tp : 1);
+            }
+        }
+    }
+    return p;
+}
+
+} // namespace shardscape

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+#include "shardscape/cost/parallel_config.h"
+
+#include "shardscape/support/strings.h"
+
+namespace shardscape {
+
+std::string_view recomputeName(RecomputeKind kind)
+{
+    switch (kind) {
+    case RecomputeKind::None:
+        return "none";
+    case RecomputeKind::Selective:
+        return "selective";
+    case RecomputeKind::Full:
+        return "full";
+    case RecomputeKind::Modules:
+        break;
+    }
+    return "modules";
+}
+
+std::optional<RecomputeKind> parseRecompute(std::string_view name)
+{
+    for (const auto kind : {RecomputeKind::None, RecomputeKind::Selective, RecomputeKind::Full, RecomputeKind::Modules})
+        if (recomputeName(kind) == name)
+            return kind;
+    return std::nullopt;
+}
+
+std::string ParallelConfig::describe() const
+{
+    std::string text = cat("tp", tp, " pp", pp, " dp", dp);
+    if (cp > 1)
+        text += cat(" cp", cp);
+    if (ep > 1)
+        text += cat(" ep", ep);
+    if (vpp > 1)
+        text += cat(" vpp", vpp);
+    text += cat(" mb", micro_batch, " m", num_microbatches, " zero", zero_stage);
+    if (sequence_parallel)
+        text += " sp";
+    text += cat(" recompute=", recomputeName(recompute));
+    if (recompute == RecomputeKind::Modules)
+        text += cat("(", join(recompute_modules, ","), ")");
+    if (pp > 1)
+        text += cat(" ", scheduleName(schedule));
+    return text;
+}
+
+} // namespace shardscape

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The script behind the README's two commands, for a fresh Debian 12 machine (as root, or with sudo):
+#   bash packaging/bootstrap.sh run    install packages, build, run the main job on the embedded default
+#   bash packaging/bootstrap.sh test   install packages, build everything, run every test
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake ninja-build g++ pkg-config
+          qt6-base-dev libqt6charts6-dev libqt6svg6-dev
+          libcli11-dev nlohmann-json3-dev libboost-graph-dev libtbb-dev coinor-libcbc-dev
+          libonnx-dev libprotobuf-dev protobuf-compiler
+          xvfb xauth)
+
+install_packages() {
+    local missing=()
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "Installing Debian packages: ${missing[*]}"
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -q
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q "${missing[@]}"
+}
+
+jobs=$(nproc 2>/dev/null || echo 2)
+
+case "${1:-}" in
+run)
+    install_packages
+    cmake --preset release >/dev/null
+    cmake --build --preset release --target shardscape-cli -- -j"$jobs"
+    exec ./build/release/app/cli/shardscape-cli inspect --model llama2-7b
+    ;;
+test)
+    install_packages
+    cmake --preset ci
+    cmake --build --preset ci -- -j"$jobs"
+    ctest --preset ci -j"$jobs"
+    ;;
+*)
+    echo "usage: bash packaging/bootstrap.sh run|test" >&2
+    exit 2
+    ;;
+esac

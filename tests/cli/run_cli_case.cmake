@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: MIT
+# Runs one CLI case: -DCLI=exe -DARGS="a|b|c" -DEXIT=n [-DGOLDEN=file] [-DSTDOUT_MATCH=re] [-DSTDERR_MATCH=re]
+string(REPLACE "|" ";" args "${ARGS}")
+execute_process(COMMAND ${CLI} ${args} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err
+                WORKING_DIRECTORY ${WORKDIR})
+if(NOT code EQUAL EXIT)
+    message(FATAL_ERROR "exit code ${code}, expected ${EXIT}\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(DEFINED GOLDEN AND NOT GOLDEN STREQUAL "")
+    file(READ ${GOLDEN} expected)
+    if(NOT out STREQUAL expected)
+        file(WRITE ${WORKDIR}/actual.txt "${out}")
+        message(FATAL_ERROR "stdout differs from ${GOLDEN} (actual written to ${WORKDIR}/actual.txt)\n${out}")
+    endif()
+endif()
+if(DEFINED STDOUT_MATCH AND NOT STDOUT_MATCH STREQUAL "" AND NOT out MATCHES "${STDOUT_MATCH}")
+    message(FATAL_ERROR "stdout does not match '${STDOUT_MATCH}':\n${out}")
+endif()
+if(DEFINED STDERR_MATCH AND NOT STDERR_MATCH STREQUAL "")
+    if(NOT err MATCHES "${STDERR_MATCH}")
+        message(FATAL_ERROR "stderr does not match '${STDERR_MATCH}':\n${err}")
+    endif()
+    # A bad-input message is one line naming the cause.
+    string(STRIP "${err}" stripped)
+    if(stripped MATCHES "\n")
+        message(FATAL_ERROR "stderr should be one line:\n${err}")
+    endif()
+endif()

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+#include "shardscape/support/atomic_file.h"
+#include "shardscape/support/error.h"
+#include "shardscape/support/json_fields.h"
+#include "shardscape/support/json_file.h"
+#include "shardscape/support/strings.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+#include <filesystem>
+#include <fstream>
+
+using namespace shardscape;
+
+namespace {
+std::string errorOf(const std::function<void()>& f)
+{
+    try {
+        f();
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+} // namespace
+
+class TestSupport : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void editDistanceMatchesLevenshtein_data()
+    {
+        QTest::addColumn<QString>("a");
+        QTest::addColumn<QString>("b");
+        QTest::addColumn<int>("distance");
+        QTest::newRow("equal") << "h100-sxm"
+                               << "h100-sxm" << 0;
+        QTest::newRow("case") << "H100-SXM"
+                              << "h100-sxm" << 0;
+        QTest::newRow("kitten") << "kitten"
+                                << "sitting" << 3;
+        QTest::newRow("empty") << ""
+                               << "abc" << 3;
+        QTest::newRow("suffix") << "h100"
+                                << "h100-sxm" << 4;
+    }
+    void editDistanceMatchesLevenshtein()
+    {
+        QFETCH(QString, a);
+        QFETCH(QString, b);
+        QFETCH(int, distance);
+        QCOMPARE(editDistance(a.toStdString(), b.toStdString()), static_cast<std::size_t>(distance));
+    }
+
+    void nearestNamesRanksFamilyFirst()
+    {
+        const std::vector<std::string> names {"a100-40g", "a100-80g", "h100-pcie", "h100-sxm", "h200", "mi300x"};
+        const auto near = nearestNames("h100", names, 3);
+        QCOMPARE(near.size(), std::size_t {3});
+        QVERIFY(near[0] == "h100-pcie" || near[0] == "h100-sxm");
+        QVERIFY(near[1] == "h100-pcie" || near[1] == "h100-sxm");
+    }
+
+    void siCountAndBytes()
+    {
+        QCOMPARE(siCount(6.74e9), std::string("6.74 B"));
+        QCOMPARE(siCount(124e6), std::string("124.00 M"));
+        QCOMPARE(humanBytes(2.5e9), std::string("2.50 GB"));
+        QCOMPARE(humanBytes(512), std::string("512 B"));
+    }
+
+    void malformedJsonNamesLineAndColumn()
+    {
+        const std::string text = "{\n  \"a\": 1,\n  \"b\": [1, 2,, 3]\n}\n";
+        const std::string message = errorOf([&] { parseJson(text, "x.json"); });
+        QVERIFY2(message.rfind("x.json:3:", 0) == 0, message.c_str());
+    }
+
+    void emptyAndMissingFiles()
+    {
+        QVERIFY(errorOf([] { parseJson("  \n", "empty.json"); }).find("empty") != std::string::npos);
+        QVERIFY(errorOf([] { readTextFile("/nonexistent/file.json"); }).find("no such file") != std::string::npos);
+        QTemporaryDir dir;
+        QVERIFY(errorOf([&] { readTextFile(dir.path().toStdString()); }).find("directory") != std::string::npos);
+    }
+
+    void oversizedFileIsRefusedBeforeReading()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("big.json").toStdString();
+        {
+            std::ofstream out(path);
+            out << std::string(4096, ' ');
+        }
+        QVERIFY(errorOf([&] { readTextFile(path, 1024); }).find("limit") != std::string::npos);
+    }
+
+    void jsonFieldsChecksTypesRangesAndUnknownKeys()
+    {
+        const auto doc = nlohmann::json::parse(R"({"n": 3, "f": 2.5, "s": "x", "neg": -1, "big": 1e300, "typo": 1})");
+        JsonFields f(doc, "cfg.json");
+        QCOMPARE(f.integer("n", 1, 10), std::int64_t {3});
+        QCOMPARE(f.number("f", 0, 10), 2.5);
+        QCOMPARE(f.string("s"), std::string("x"));
+        QVERIFY(errorOf([&] { f.integer("f", 0, 10); }).find("expected an integer") != std::string::npos);
+        QVERIFY(errorOf([&] { f.integer("neg", 0, 10); }).find("out of range") != std::string::npos);
+        QVERIFY(errorOf([&] { f.number("big", 0, 1e9); }).find("out of range") != std::string::npos);
+        QVERIFY(errorOf([&] { f.string("n"); }).find("expected a string") != std::string::npos);
+        QVERIFY(errorOf([&] { f.integer("missing", 0, 1); }).find("missing") != std::string::npos);
+        const std::string unknown = errorOf([&] { f.checkNoUnknownKeys(); });
+        QVERIFY2(unknown.find("typo") != std::string::npos, unknown.c_str());
+    }
+
+    void atomicWriteReplacesWholeFileAndLeavesNoTemp()
+    {
+        QTemporaryDir dir;
+        const std::filesystem::path path = dir.filePath("plan.json").toStdString();
+        writeFileAtomic(path, "first");
+        writeFileAtomic(path, "second version");
+        QCOMPARE(readTextFile(path), std::string("second version"));
+        int files = 0;
+        for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path().toStdString()))
+            ++files;
+        QCOMPARE(files, 1);
+        QVERIFY(errorOf([&] { writeFileAtomic("/nonexistent-dir/x.json", "x"); }).find("does not exist")
+                != std::string::npos);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestSupport)
+#include "tst_support.moc"
