@@ -23,7 +23,8 @@ int main(int argc, char** argv)
     } catch (const CLI::Success& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        app.exit(e);
+        // One line naming the cause, like every other bad input.
+        std::cerr << "error: " << e.what() << " (run with --help for usage)\n";
         return cli::kExitBadInput;
     }
     try {

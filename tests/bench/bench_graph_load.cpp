@@ -88,7 +88,7 @@ int main(int argc, char** argv)
         ops = g.ops().size();
         groups = grouped.size();
     }
-    std::filesystem::remove(path);
+    if (!std::getenv("KEEP")) std::filesystem::remove(path);
     std::printf("graph: %d layers, %zu ops, %.1f MB of JSON\n", layers, ops, static_cast<double>(size) / 1e6);
     std::printf("load (read + parse + validate + cycle check): median %.3f s over %d runs\n", medianOf(loadSeconds),
                 repetitions);

@@ -28,6 +28,14 @@ double Tensor::bytes() const
     return n * dtypeBytes(dtype);
 }
 
+void ModelGraph::reserve(std::size_t tensors, std::size_t ops)
+{
+    m_tensors.reserve(tensors);
+    m_tensorByName.reserve(tensors);
+    m_ops.reserve(ops);
+    m_opByName.reserve(ops);
+}
+
 TensorId ModelGraph::addTensor(Tensor tensor)
 {
     if (tensor.name.empty())

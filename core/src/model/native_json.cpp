@@ -164,6 +164,7 @@ ModelGraph loadNativeGraph(const nlohmann::json& doc, std::string_view originVie
         graph.transformer = transformerFromJson(*t, origin);
 
     const auto& tensors = top.array("tensors", true);
+    graph.reserve(tensors.size(), top.has("ops") && doc["ops"].is_array() ? doc["ops"].size() : 0);
     for (std::size_t i = 0; i < tensors.size(); ++i) {
         JsonFields f(tensors[i], origin, cat("tensors[", i, "]"));
         Tensor t;
@@ -241,7 +242,9 @@ ModelGraph loadNativeGraph(const nlohmann::json& doc, std::string_view originVie
 
 void saveNativeGraph(const ModelGraph& graph, const std::filesystem::path& path)
 {
-    writeFileAtomic(path, toNativeJson(graph).dump(1) + "\n");
+    // Indented for people on small graphs; compact on big ones, where it parses about a third faster.
+    const int indent = graph.ops().size() <= 5000 ? 1 : -1;
+    writeFileAtomic(path, toNativeJson(graph).dump(indent) + "\n");
 }
 
 } // namespace shardscape

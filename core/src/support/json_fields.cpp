@@ -154,8 +154,10 @@ void JsonFields::ignore(std::initializer_list<std::string_view> keys)
 void JsonFields::checkNoUnknownKeys() const
 {
     for (const auto& [key, value] : m_object.items()) {
-        if (std::find(m_known.begin(), m_known.end(), key) == m_known.end()) {
-            std::vector<std::string> allowed(m_known.begin(), m_known.end());
+        if (std::find(m_known.begin(), m_known.end(), std::string_view(key)) == m_known.end()) {
+            std::vector<std::string> allowed;
+            for (const auto known : m_known)
+                allowed.emplace_back(known);
             std::sort(allowed.begin(), allowed.end());
             allowed.erase(std::unique(allowed.begin(), allowed.end()), allowed.end());
             const auto near = nearestNames(key, allowed, 1);

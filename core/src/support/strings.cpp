@@ -69,14 +69,14 @@ std::size_t editDistance(std::string_view a, std::string_view b)
 std::vector<std::string> nearestNames(std::string_view name, const std::vector<std::string>& candidates,
                                       std::size_t count)
 {
-    std::vector<std::pair<std::size_t, std::string>> scored;
+    std::vector<std::pair<double, std::string>> scored;
     scored.reserve(candidates.size());
     const std::string lowered = toLower(name);
     for (const auto& candidate : candidates) {
-        std::size_t distance = editDistance(name, candidate);
-        // A typed prefix or fragment ("llama2") should rank its family first.
-        if (toLower(candidate).find(lowered) != std::string::npos)
-            distance = std::min<std::size_t>(distance, 1);
+        double distance = static_cast<double>(editDistance(name, candidate));
+        // A typed fragment ("llama2") ranks its family first, closest completion first.
+        if (!lowered.empty() && toLower(candidate).find(lowered) != std::string::npos)
+            distance /= 100;
         scored.emplace_back(distance, candidate);
     }
     std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first < y.first; });

@@ -99,6 +99,8 @@ public:
     const Tensor& tensor(TensorId id) const { return m_tensors.at(static_cast<std::size_t>(id)); }
     const Op& op(OpId id) const { return m_ops.at(static_cast<std::size_t>(id)); }
 
+    /** Pre-sizes storage for loaders that know the counts (avoids rehashing large graphs). */
+    void reserve(std::size_t tensors, std::size_t ops);
     /** Adds a tensor; names must be unique (InputError otherwise). */
     TensorId addTensor(Tensor tensor);
     /** Adds an op; names must be unique and every tensor id valid (InputError otherwise). */

@@ -52,7 +52,7 @@ private:
     const nlohmann::json& m_object;
     std::string m_origin;
     std::string m_path;
-    std::vector<std::string> m_known;
+    std::vector<std::string_view> m_known; // keys are string literals at every call site
 };
 
 /** A short rendering of a JSON value for error messages (truncated). */

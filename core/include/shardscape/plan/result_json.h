@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "shardscape/cost/cost_model.h"
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <vector>
+
+namespace shardscape {
+
+/** Schema tag of the result document written by `simulate --json` and `plan --json`. */
+inline constexpr const char* kResultSchema = "shardscape.result/1";
+
+/** The top-level `search` block: how many candidates were looked at and how long it took. */
+struct SearchCounts
+{
+    std::int64_t candidates_total = 0; ///< configurations evaluated (or skipped as structurally invalid)
+    std::int64_t candidates_feasible = 0; ///< of those, the ones that fit in memory
+    double elapsed_s = 0; ///< wall-clock seconds of the search (or of the single simulation)
+};
+
+/**
+ * One candidate of the result JSON (DESIGN.md "Result JSON"). Keys, in this order:
+ *
+ * - DESIGN.md: tp, pp, dp, vpp, cp, micro_batch, num_micro_batches, zero, recompute (none|selective|full|modules),
+ *   schedule (gpipe|1f1b|interleaved|zb-h1), feasible, reason ("" when feasible), step_time_s, tokens_per_s,
+ *   tflops_per_gpu, mfu, hfu, bubble_ratio, peak_memory_gb (one per pipeline rank, GB = 1e9 bytes),
+ *   stages[] {layers: [first, last] (indices into the model's layer list, inclusive), devices, compute_s (forward +
+ *   backward of one micro-batch, all chunks, seconds), memory_gb (per-device peak)}.
+ * - Additive: ep, sequence_parallel, zero_ngroups, recompute_modules (only with recompute=modules), rank_order,
+ *   stage_layers (layers per chunk as requested; absent when automatic), global_batch, cost_source, memory_limit_gb;
+ *   per stage: layer_names [first, last], peak_inflight (micro-batches stashed at the peak), memory {weights_gb,
+ *   gradients_gb, optimizer_gb, activations_gb, transient_gb, reserve_gb}, chunks [[first, last], ...] (only when
+ *   vpp > 1); time {compute_s, recompute_s, tp_comm_s, other_comm_s, pp_bubble_s, dp_exposed_s, optimizer_s}: the
+ *   step of the busiest pipeline rank, seconds.
+ *
+ * A configuration rejected before costing (e.g. tp does not divide the heads) has nothing measured: its metrics
+ * (step_time_s ... bubble_ratio) and `time` are null and peak_memory_gb and stages are empty. One that was
+ * simulated but does not fit in memory carries every number.
+ */
+nlohmann::json candidateJson(const Evaluation& evaluation, const CostModel& model);
+
+/**
+ * The whole result document: {"schema": kResultSchema, "model": {name, params, active_params, seq_len, dtype,
+ * num_layers, layers: [names], flops_per_token}, "cluster": toJson(Cluster) (reloadable with --cluster),
+ * "candidates": [candidateJson...] in the given order (best first), "search": {candidates_total,
+ * candidates_feasible, elapsed_s}}.
+ */
+nlohmann::json resultJson(const std::vector<Evaluation>& evaluations, const CostModel& model, SearchCounts counts);
+
+} // namespace shardscape

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: MIT
+// The cost model against closed forms: Korthikanti et al. 2022 (Table 2) activation memory, the
+// (2 + 2 + 12) bytes per parameter of bf16 + Adam and its ZeRO divisions, ring collectives, and
+// Megatron's tensor-parallel communication volume.
+#include "shardscape/cost/cost_model.h"
+#include "shardscape/model/hf_config.h"
+#include "shardscape/model/model_source.h"
+
+#include <QTest>
+#include <cmath>
+
+using namespace shardscape;
+
+namespace {
+
+constexpr std::int64_t kHidden = 1024;
+constexpr std::int64_t kHeads = 16;
+constexpr std::int64_t kSeq = 512;
+constexpr std::int64_t kBatch = 2;
+
+/** A GPT-3-style block as in Korthikanti et al.: GELU MLP of 4h, LayerNorm, dropout, unfused attention. */
+TransformerShape korthikantiShape()
+{
+    TransformerShape t;
+    t.family = "gpt2";
+    t.hidden = kHidden;
+    t.num_layers = 4;
+    t.num_heads = kHeads;
+    t.num_kv_heads = kHeads;
+    t.head_dim = kHidden / kHeads;
+    t.ffn_hidden = 4 * kHidden;
+    t.vocab = 1000;
+    t.max_positions = kSeq;
+    t.gated_mlp = false;
+    t.tied_embeddings = true;
+    t.learned_positions = true;
+    t.flash_attention = false;
+    t.dropout = 0.1;
+    t.norm = "layernorm";
+    return t;
+}
+
+std::shared_ptr<const ModelGraph> korthikantiGraph()
+{
+    BuildOptions options;
+    options.batch = kBatch;
+    options.seq_len = kSeq;
+    return std::make_shared<const ModelGraph>(buildTransformerGraph(korthikantiShape(), options, "gpt-k"));
+}
+
+Cluster h100Node(int nodes = 1)
+{
+    return loadCluster("h100-sxm", nodes, 8);
+}
+
+const Layer& firstBlock(const CostModel& model)
+{
+    for (const auto& layer : model.layers())
+        if (layer.kind == LayerKind::Block)
+            return layer;
+    throw std::logic_error("no block");
+}
+
+double relativeError(double actual, double expected)
+{
+    return std::fabs(actual - expected) / std::fabs(expected);
+}
+
+} // namespace
+
+class TestCost : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void korthikantiActivationMemory_data()
+    {
+        QTest::addColumn<int>("tp");
+        QTest::addColumn<bool>("sp");
+        QTest::addColumn<QString>("recompute");
+        for (const int tp : {1, 2, 4, 8}) {
+            for (const char* recompute : {"none", "selective", "full"}) {
+                QTest::addRow("tp%d %s", tp, recompute) << tp << false << recompute;
+                if (tp > 1)
+                    QTest::addRow("tp%d sp %s", tp, recompute) << tp << true << recompute;
+            }
+        }
+    }
+    void korthikantiActivationMemory()
+    {
+        QFETCH(int, tp);
+        QFETCH(bool, sp);
+        QFETCH(QString, recompute);
+        const auto graph = korthikantiGraph();
+        CostModel model(graph, h100Node());
+        ParallelConfig config;
+        config.tp = tp;
+        config.sequence_parallel = sp;
+        config.micro_batch = static_cast<int>(kBatch);
+        config.recompute = *parseRecompute(recompute.toStdString());
+        const auto index = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+        const double bytes = model.layerCost(index, config).activation_bytes;
+
+        // Korthikanti et al. 2022, Table 2 (bytes per layer, 16-bit activations, 1-byte dropout masks).
+        const double s = kSeq, b = kBatch, h = kHidden, a = kHeads, t = tp;
+        const double sbh = s * b * h;
+        double expected = 0;
+        if (recompute == "full")
+            expected = sp ? 2 * sbh / t : 2 * sbh;
+        else if (recompute == "selective")
+            expected = sp ? 34 * sbh / t : sbh * (10 + 24 / t);
+        else
+            expected = sp ? sbh / t * (34 + 5 * a * s / h) : sbh * (10 + 24 / t + 5 * a * s / (h * t));
+        QVERIFY2(relativeError(bytes, expected) < 1e-12,
+                 qPrintable(QStringLiteral("%1 bytes, expected %2").arg(bytes, 0, 'f', 0).arg(expected, 0, 'f', 0)));
+    }
+
+    void recomputeModulesMatchBySuffix()
+    {
+        QCOMPARE(matchedModule("model.layers.3.mlp.up_proj", {"mlp"}), std::string("model.layers.3.mlp"));
+        QCOMPARE(matchedModule("model.layers.3.self_attn.core", {"self_attn.core"}),
+                 std::string("model.layers.3.self_attn.core"));
+        QCOMPARE(matchedModule("model.layers.3.mlp_gate", {"mlp"}), std::string());
+        QCOMPARE(matchedModule("model.layers.3.mlp", {"ROOT"}), std::string("model"));
+
+        // Recomputing the attention core by name equals selective recomputation.
+        const auto graph = korthikantiGraph();
+        CostModel model(graph, h100Node());
+        ParallelConfig byName;
+        byName.micro_batch = static_cast<int>(kBatch);
+        byName.recompute = RecomputeKind::Modules;
+        byName.recompute_modules = {"attn.core"};
+        ParallelConfig selective = byName;
+        selective.recompute = RecomputeKind::Selective;
+        const auto index = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+        QCOMPARE(model.layerCost(index, byName).activation_bytes, model.layerCost(index, selective).activation_bytes);
+        QVERIFY(model.layerCost(index, byName).recompute_flops > 0);
+    }
+
+    void bytesPerParameterFollowZero_data()
+    {
+        QTest::addColumn<int>("zero");
+        QTest::addColumn<double>("weights");
+        QTest::addColumn<double>("grads");
+        QTest::addColumn<double>("optimizer");
+        // bf16 weights 2 B, bf16 gradients 2 B, Adam fp32 master + two moments 12 B; dp = 8 shards.
+        QTest::newRow("zero0") << 0 << 2.0 << 2.0 << 12.0;
+        QTest::newRow("zero1") << 1 << 2.0 << 2.0 << 12.0 / 8;
+        QTest::newRow("zero2") << 2 << 2.0 << 2.0 / 8 << 12.0 / 8;
+        QTest::newRow("zero3") << 3 << 2.0 / 8 << 2.0 / 8 << 12.0 / 8;
+    }
+    void bytesPerParameterFollowZero()
+    {
+        QFETCH(int, zero);
+        QFETCH(double, weights);
+        QFETCH(double, grads);
+        QFETCH(double, optimizer);
+        BuildOptions options;
+        options.seq_len = 1024;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        CostModel model(graph, h100Node());
+        ParallelConfig config;
+        config.dp = 8;
+        config.zero_stage = zero;
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        const Evaluation e = model.evaluate(config, workload);
+        QVERIFY2(e.feasible, e.reason.c_str());
+        const double params = graph->paramCount();
+        const auto& mem = e.stages.front().memory;
+        QVERIFY(relativeError(mem.weights, weights * params) < 1e-12);
+        QVERIFY(relativeError(mem.gradients, grads * params) < 1e-12);
+        QVERIFY(relativeError(mem.optimizer, optimizer * params) < 1e-12);
+    }
+
+    void ringCollectivesFollowAlphaBeta()
+    {
+        CostParams params;
+        const Cluster cluster = h100Node();
+        const auto source = makeDatasheetCostSource(cluster, params);
+        const double bytes = 1e9;
+        const double bw = cluster.device.intra_node.bandwidth * params.intra_node_efficiency;
+        const double lat = cluster.device.intra_node.latency;
+        // All-reduce inside a node: 2 (n-1)/n S / B, with the tree's 2 log2(n) latency steps.
+        QVERIFY(relativeError(source->collectiveTime(Collective::AllReduce, bytes, {8, 8}),
+                              2 * 7.0 / 8 * bytes / bw + 2 * 3 * lat)
+                < 1e-12);
+        QVERIFY(
+            relativeError(source->collectiveTime(Collective::AllGather, bytes, {4, 4}), 3.0 / 4 * bytes / bw + 3 * lat)
+            < 1e-12);
+        // Across 4 nodes with one rank each: the same on the NICs.
+        const double nic = cluster.device.inter_node.bandwidth * params.inter_node_efficiency;
+        QVERIFY(relativeError(source->collectiveTime(Collective::ReduceScatter, bytes, {4, 1}),
+                              3.0 / 4 * bytes / nic + 3 * cluster.device.inter_node.latency)
+                < 1e-12);
+        // Hierarchical all-reduce over 2 nodes x 8: reduce-scatter in the node, all-reduce of 1/8 across, all-gather.
+        const double hierarchical = (7.0 / 8 * bytes / bw + 7 * lat)
+            + (2 * 0.5 * bytes / 8 / nic + 2 * cluster.device.inter_node.latency) + (7.0 / 8 * bytes / bw + 7 * lat);
+        QVERIFY(relativeError(source->collectiveTime(Collective::AllReduce, bytes, {16, 8}), hierarchical) < 1e-12);
+        QCOMPARE(source->collectiveTime(Collective::AllReduce, bytes, {1, 1}), 0.0);
+    }
+
+    void megatronLayerHasFourTpCollectives()
+    {
+        BuildOptions options;
+        options.seq_len = 2048;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        CostModel model(graph, h100Node());
+        const auto index = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+        const double activation = 2048.0 * 4096 * 2; // s x b x h x 2 bytes
+        const GroupShape group {8, 8};
+        ParallelConfig tp;
+        tp.tp = 8;
+        // Two all-reduces forward (after o_proj and down_proj), two backward (input grads of qkv and gate/up).
+        QVERIFY(relativeError(model.layerCost(index, tp).tp_comm,
+                              4 * model.source().collectiveTime(Collective::AllReduce, activation, group))
+                < 1e-12);
+        ParallelConfig sp = tp;
+        sp.sequence_parallel = true;
+        const double agrs = model.source().collectiveTime(Collective::AllGather, activation, group)
+            + model.source().collectiveTime(Collective::ReduceScatter, activation, group);
+        QVERIFY(relativeError(model.layerCost(index, sp).tp_comm, 4 * agrs) < 1e-12);
+        ParallelConfig none;
+        QCOMPARE(model.layerCost(index, none).tp_comm, 0.0);
+    }
+
+    void modelFlopsAreThreeForwardPasses()
+    {
+        BuildOptions options;
+        options.seq_len = 4096;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-70b", options));
+        CostModel model(graph, h100Node());
+        // 6 N_matmul + 12 L s d per token (forward 2N + 4Lsd, backward twice that).
+        const auto& t = *graph->transformer;
+        const double embedding = static_cast<double>(t.vocab * t.hidden);
+        const double matmulParams = graph->paramCount() - embedding - t.num_layers * 2.0 * t.hidden - t.hidden;
+        const double closedForm = 6 * matmulParams + 12.0 * t.num_layers * 4096 * t.num_heads * t.head_dim;
+        QVERIFY2(relativeError(model.modelFlopsPerToken(), closedForm) < 0.01,
+                 qPrintable(QString::number(model.modelFlopsPerToken() / closedForm)));
+    }
+
+    void pipelineKeepsMinOfMAndPMinusRInFlight()
+    {
+        BuildOptions options;
+        options.seq_len = 1024;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        CostModel model(graph, h100Node());
+        ParallelConfig config;
+        config.pp = 4;
+        config.dp = 2;
+        config.num_microbatches = 8;
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        const Evaluation e = model.evaluate(config, workload);
+        QVERIFY2(e.feasible, e.reason.c_str());
+        for (int r = 0; r < 4; ++r)
+            QCOMPARE(e.stages[static_cast<std::size_t>(r)].peak_inflight, std::min(8, 4 - r));
+        QVERIFY(std::fabs(e.bubble_ratio - 3.0 / 8) < 0.1); // stages are near-uniform
+        int layers = 0;
+        for (const auto& stage : e.stages)
+            layers += stage.last_layer - stage.first_layer + 1;
+        QCOMPARE(layers, static_cast<int>(model.layers().size()));
+    }
+
+    void recomputationTradesTimeForMemory()
+    {
+        BuildOptions options;
+        options.seq_len = 4096;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        CostModel model(graph, h100Node());
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        ParallelConfig none;
+        none.dp = 8;
+        none.zero_stage = 1;
+        ParallelConfig full = none;
+        full.recompute = RecomputeKind::Full;
+        const Evaluation a = model.evaluate(none, workload);
+        const Evaluation b = model.evaluate(full, workload);
+        QVERIFY(b.step_time > a.step_time);
+        QVERIFY(b.stages[0].memory.activations < a.stages[0].memory.activations / 5);
+        QVERIFY(b.hfu > b.mfu);
+        QVERIFY(std::fabs(a.hfu - a.mfu) < 1e-12);
+        // Full recomputation repeats the blocks' forward: HFU/MFU ~ 4/3.
+        QVERIFY(std::fabs(b.hfu / b.mfu - 4.0 / 3) < 0.05);
+    }
+
+    void infeasibleConfigurationsSayWhy_data()
+    {
+        QTest::addColumn<QString>("change");
+        QTest::addColumn<QString>("reason");
+        QTest::newRow("heads") << "tp=3"
+                               << "does not divide the 32 attention heads";
+        QTest::newRow("stages") << "pp=40"
+                                << "pipeline chunks but the model has only";
+        QTest::newRow("batch") << "batch=30"
+                               << "global batch 30 is not dp x micro-batch x micro-batches";
+        QTest::newRow("memory") << "memory=10"
+                                << "over the 10.0 GB limit";
+        QTest::newRow("world") << "dp=4"
+                               << "but the cluster has 8";
+        QTest::newRow("interleaved") << "interleaved"
+                                     << "divisible by pp";
+        QTest::newRow("sp") << "sp"
+                            << "sequence parallelism needs tp > 1";
+        QTest::newRow("ep") << "ep=2"
+                            << "mixture-of-experts";
+    }
+    void infeasibleConfigurationsSayWhy()
+    {
+        QFETCH(QString, change);
+        QFETCH(QString, reason);
+        BuildOptions options;
+        options.seq_len = 1024;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        CostModel model(graph, h100Node());
+        ParallelConfig config;
+        config.dp = 8;
+        config.num_microbatches = 4;
+        Workload workload;
+        workload.global_batch = 32;
+        if (change == "tp=3") {
+            config.tp = 3;
+            config.dp = 1;
+            workload.global_batch = 4;
+        } else if (change == "pp=40") {
+            config.pp = 40;
+            config.dp = 1;
+            workload.global_batch = 4;
+        } else if (change == "batch=30") {
+            workload.global_batch = 30;
+        } else if (change == "memory=10") {
+            workload.memory_limit_bytes = 10e9;
+        } else if (change == "dp=4") {
+            config.dp = 4;
+            workload.global_batch = 16;
+        } else if (change == "interleaved") {
+            config.pp = 8;
+            config.dp = 1;
+            config.vpp = 2;
+            config.num_microbatches = 12;
+            config.schedule = ScheduleKind::Interleaved1F1B;
+            workload.global_batch = 12;
+        } else if (change == "sp") {
+            config.sequence_parallel = true;
+        } else if (change == "ep=2") {
+            config.ep = 2;
+        }
+        EvaluateOptions evaluateOptions;
+        evaluateOptions.require_full_cluster = change == "dp=4";
+        const Evaluation e = model.evaluate(config, workload, evaluateOptions);
+        QVERIFY(!e.feasible);
+        QVERIFY2(e.reason.find(reason.toStdString()) != std::string::npos, e.reason.c_str());
+    }
+};
+
+QTEST_APPLESS_MAIN(TestCost)
+#include "tst_cost.moc"
