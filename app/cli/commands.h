@@ -11,5 +11,7 @@ using CommandAction = std::function<int()>;
 
 void addPresetCommands(CLI::App& app, CommandAction& action);
 void addInspectCommand(CLI::App& app, CommandAction& action);
+void addSimulateCommand(CLI::App& app, CommandAction& action);
+void addPlanCommand(CLI::App& app, CommandAction& action);
 
 } // namespace shardscape::cli

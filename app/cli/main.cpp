@@ -17,6 +17,8 @@ int main(int argc, char** argv)
     cli::CommandAction action;
     cli::addPresetCommands(app, action);
     cli::addInspectCommand(app, action);
+    cli::addSimulateCommand(app, action);
+    cli::addPlanCommand(app, action);
 
     try {
         app.parse(argc, argv);

@@ -61,8 +61,16 @@ CostModel::CostModel(std::shared_ptr<const ModelGraph> graph, Cluster cluster, C
     m_layers = layersByModule(*m_graph);
     m_producer = m_graph->producers();
     double flops = 0;
-    for (const auto& layer : m_layers) {
+    for (std::size_t l = 0; l < m_layers.size(); ++l) {
+        const auto& layer = m_layers[l];
         m_signature.push_back(layerSignature(*m_graph, layer));
+        const auto known = std::find(m_signature.begin(), m_signature.end() - 1, m_signature.back());
+        if (known != m_signature.end() - 1) {
+            m_classOf.push_back(m_classOf[static_cast<std::size_t>(known - m_signature.begin())]);
+        } else {
+            m_classOf.push_back(static_cast<int>(m_classRepresentative.size()));
+            m_classRepresentative.push_back(l);
+        }
         flops += layer.flops_fwd + layer.flops_bwd;
     }
     m_flopsPerToken = flops / m_graph->tokens();
@@ -144,6 +152,15 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     if (requireFullCluster && c.worldSize() != m_cluster.worldSize())
         return cat("tp x cp x dp x pp = ", c.worldSize(), " GPUs, but the cluster has ", m_cluster.worldSize(), " (",
                    m_cluster.nodes, " x ", m_cluster.gpus_per_node, ")");
+    {
+        std::vector<std::string> dims;
+        std::stringstream in(c.rank_order);
+        for (std::string d; std::getline(in, d, '-');)
+            dims.push_back(d);
+        std::sort(dims.begin(), dims.end());
+        if (dims != std::vector<std::string> {"cp", "dp", "pp", "tp"})
+            return cat("rank order '", c.rank_order, "' must name tp, cp, dp and pp once each, e.g. tp-cp-dp-pp");
+    }
     if (w.global_batch > 0 && c.globalBatch() != w.global_batch)
         return cat("global batch ", w.global_batch, " is not dp x micro-batch x micro-batches = ", c.dp, " x ",
                    c.micro_batch, " x ", c.num_microbatches);
@@ -206,7 +223,9 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     return {};
 }
 
-const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c) const
+namespace {
+
+LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpGroup, int gpusPerNode)
 {
     LayerLayout layout;
     layout.tp = c.tp;
@@ -216,19 +235,246 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
     layout.micro_batch = c.micro_batch;
     layout.recompute = c.recompute;
     layout.recompute_modules = c.recompute_modules;
-    layout.tp_group = groupShape(c, "tp");
-    layout.cp_group = groupShape(c, "cp");
+    layout.tp_group = tpGroup;
+    layout.cp_group = cpGroup;
     // Experts spread over consecutive data-parallel ranks (Megatron's tp-cp-ep-dp order).
-    layout.ep_group = {c.ep, std::max(1, std::min(c.ep, m_cluster.gpus_per_node / std::max(1, c.tp * c.cp)))};
+    layout.ep_group = {c.ep, std::max(1, std::min(c.ep, gpusPerNode / std::max(1, c.tp * c.cp)))};
+    return layout;
+}
 
+} // namespace
+
+const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c) const
+{
+    const LayerLayout layout = layoutOf(c, groupShape(c, "tp"), groupShape(c, "cp"), m_cluster.gpus_per_node);
+    const std::size_t representative = m_classRepresentative[static_cast<std::size_t>(m_classOf[layer])];
     std::string key = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.sequence_parallel, ',',
                           c.micro_batch, ',', static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',',
-                          layout.tp_group.per_node, ',', layout.cp_group.per_node);
+                          layout.tp_group.per_node, ',', layout.cp_group.per_node, ',', layout.ep_group.per_node);
     std::lock_guard lock(m_cacheMutex);
     auto& slot = m_cache[key];
     if (!slot)
-        slot = std::make_unique<LayerCost>(computeLayerCost(*m_graph, m_producer, m_layers[layer], layout, *m_source));
+        slot = std::make_unique<LayerCost>(
+            computeLayerCost(*m_graph, m_producer, m_layers[representative], layout, *m_source));
     return *slot;
+}
+
+std::vector<const LayerCost*> CostModel::layerCosts(const ParallelConfig& c) const
+{
+    std::vector<const LayerCost*> byClass(m_classRepresentative.size());
+    for (std::size_t k = 0; k < byClass.size(); ++k)
+        byClass[k] = &layerCost(m_classRepresentative[k], c);
+    std::vector<const LayerCost*> out(m_layers.size());
+    for (std::size_t l = 0; l < out.size(); ++l)
+        out[l] = byClass[static_cast<std::size_t>(m_classOf[l])];
+    return out;
+}
+
+struct CostModel::Assembly
+{
+    struct Chunk
+    {
+        int first = 0, last = 0;
+        LayerParams params;
+        double largest = 0;
+        double recomputeModelFlops = 0;
+        double tpComm = 0, otherComm = 0, recompute = 0;
+        double weights = 0, gradients = 0, optimizer = 0;
+        double zero3Gather = 0;
+    };
+    PipelineSpec spec;
+    std::vector<Chunk> chunks;
+    std::vector<double> optimizerStep; ///< per pipeline rank
+};
+
+std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c) const
+{
+    auto a = std::make_unique<Assembly>();
+    const int chunks = c.pp * c.vpp;
+    const std::vector<int> counts = c.stage_layers.empty() ? defaultStageLayers(chunks) : c.stage_layers;
+    const double weightBytes = dtypeBytes(m_graph->dtype);
+    const int dpGroup = c.dp * c.cp;
+    const double denseShard = static_cast<double>(dpGroup) / c.zero_ngroups;
+    const double expertShard = std::max(1.0, denseShard / c.ep);
+    const GroupShape denseSync = groupShape(c, "cp-dp");
+    const GroupShape expertSync {std::max(1, dpGroup / c.ep), std::max(1, denseSync.per_node / c.ep)};
+    const GroupShape denseZero {std::max(1, dpGroup / c.zero_ngroups),
+                                std::max(1, denseSync.per_node / c.zero_ngroups)};
+    const bool ppInterNode = groupShape(c, "pp").nodes() > 1;
+    const auto costs = layerCosts(c);
+    const auto sharded = [&](double dense, double expert, bool shard) {
+        return shard ? dense / denseShard + expert / expertShard : dense + expert;
+    };
+
+    PipelineSpec& spec = a->spec;
+    spec.schedule = c.pp == 1 ? ScheduleKind::OneFOneB : c.schedule;
+    spec.pp = c.pp;
+    spec.vpp = c.vpp;
+    spec.num_microbatches = c.num_microbatches;
+    spec.stages.resize(static_cast<std::size_t>(chunks));
+    a->chunks.resize(static_cast<std::size_t>(chunks));
+    a->optimizerStep.assign(static_cast<std::size_t>(c.pp), 0.0);
+
+    int next = 0;
+    for (int k = 0; k < chunks; ++k) {
+        auto& chunk = a->chunks[static_cast<std::size_t>(k)];
+        auto& stage = spec.stages[static_cast<std::size_t>(k)];
+        chunk.first = next;
+        chunk.last = next + counts[static_cast<std::size_t>(k)] - 1;
+        next = chunk.last + 1;
+        std::vector<const Layer*> members;
+        for (int l = chunk.first; l <= chunk.last; ++l) {
+            const LayerCost& lc = *costs[static_cast<std::size_t>(l)];
+            members.push_back(&m_layers[static_cast<std::size_t>(l)]);
+            stage.forward += lc.forward;
+            stage.backward_input += lc.backward_input;
+            stage.backward_weight += lc.backward_weight;
+            stage.activation_bytes += lc.activation_bytes;
+            chunk.largest = std::max(chunk.largest, lc.largest_activation_bytes);
+            chunk.recomputeModelFlops += lc.recompute_model_flops;
+            chunk.tpComm += lc.tp_comm;
+            chunk.otherComm += lc.other_comm;
+            chunk.recompute += lc.recompute;
+        }
+        stage.send_forward = k + 1 < chunks
+            ? m_source->p2pTime(costs[static_cast<std::size_t>(chunk.last)]->output_bytes, ppInterNode)
+            : 0;
+        // The input gradient going back has the size of the previous chunk's output.
+        stage.send_backward = k > 0
+            ? m_source->p2pTime(
+                costs[static_cast<std::size_t>(a->chunks[static_cast<std::size_t>(k - 1)].last)]->output_bytes,
+                ppInterNode)
+            : 0;
+
+        chunk.params = paramsPerDevice(*m_graph, members, c.tp, c.ep);
+        const double dense = chunk.params.dense;
+        const double expert = chunk.params.expert;
+        chunk.weights = sharded(dense, expert, c.zero_stage >= 3) * weightBytes;
+        chunk.gradients = sharded(dense, expert, c.zero_stage >= 2) * m_params.grad_bytes;
+        chunk.optimizer = sharded(dense, expert, c.zero_stage >= 1) * weightBytes
+            * (m_params.opt_resident_coef + m_params.opt_transient_coef);
+        if (c.zero_stage >= 3)
+            chunk.zero3Gather = 2 * dense / (chunk.last - chunk.first + 1) * weightBytes;
+        stage.static_bytes = chunk.weights + chunk.gradients + chunk.optimizer;
+
+        // Data-parallel gradient sync (ZeRO 1/2: reduce-scatter + all-gather, the same volume as an all-reduce).
+        const double expertSyncTime
+            = m_source->collectiveTime(Collective::AllReduce, expert * m_params.grad_bytes, expertSync);
+        const auto exposed = [&](double comm, double compute) {
+            return std::max(comm * (1 - m_params.zero3_prefetch_overlap), comm - compute);
+        };
+        if (c.zero_stage >= 2) {
+            // Sharded gradients cannot accumulate locally: ZeRO-2/3 reduce-scatter them every micro-batch, and
+            // ZeRO-3 also gathers the weights for every forward and backward. Prefetching and bucketing hide most
+            // of it under compute.
+            const double scatter
+                = m_source->collectiveTime(Collective::ReduceScatter, dense * m_params.grad_bytes, denseZero);
+            const double gather = m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero);
+            if (c.zero_stage >= 3) {
+                stage.forward += exposed(gather, stage.forward);
+                stage.backward_input += exposed(gather + scatter, stage.backward_input + stage.backward_weight);
+                stage.grad_sync = expertSyncTime;
+            } else {
+                stage.backward_input += exposed(scatter, stage.backward_input + stage.backward_weight);
+                // The updated weight shards are all-gathered once per step.
+                stage.grad_sync = gather + expertSyncTime;
+            }
+        } else {
+            stage.grad_sync = m_source->collectiveTime(Collective::AllReduce, dense * m_params.grad_bytes, denseSync)
+                + expertSyncTime;
+        }
+        stage.grad_sync_overlap = m_params.dp_overlap * (stage.backward_input + stage.backward_weight);
+
+        // The optimizer step streams the rank's (sharded) states once.
+        a->optimizerStep[static_cast<std::size_t>(k % c.pp)]
+            += sharded(dense, expert, c.zero_stage >= 1) * adamStepBytesPerParam();
+    }
+    for (double& bytes : a->optimizerStep)
+        bytes = m_source->memoryTime(bytes);
+    spec.optimizer_step = *std::max_element(a->optimizerStep.begin(), a->optimizerStep.end());
+    return a;
+}
+
+void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<double>& peakStash,
+                       const std::vector<int>& inflight, double stepTime, double pipelineTime,
+                       const std::vector<double>& busy) const
+{
+    const ParallelConfig& c = e.config;
+    const int chunks = c.pp * c.vpp;
+    e.step_time = stepTime;
+
+    // Per pipeline rank: memory at its peak and its share of the layers.
+    e.stages.assign(static_cast<std::size_t>(c.pp), StageReport {});
+    for (int r = 0; r < c.pp; ++r) {
+        StageReport& report = e.stages[static_cast<std::size_t>(r)];
+        report.devices = c.tp * c.cp * c.dp;
+        report.first_layer = a.chunks[static_cast<std::size_t>(r)].first;
+        double largest = 0;
+        double zero3Gather = 0;
+        for (int k = r; k < chunks; k += c.pp) {
+            const auto& chunk = a.chunks[static_cast<std::size_t>(k)];
+            const auto& stage = a.spec.stages[static_cast<std::size_t>(k)];
+            report.chunks.emplace_back(chunk.first, chunk.last);
+            report.last_layer = chunk.last;
+            report.compute += stage.forward + stage.backward_input + stage.backward_weight;
+            report.memory.weights += chunk.weights;
+            report.memory.gradients += chunk.gradients;
+            report.memory.optimizer += chunk.optimizer;
+            largest = std::max(largest, chunk.largest);
+            zero3Gather = std::max(zero3Gather, chunk.zero3Gather);
+        }
+        report.memory.activations = std::max(0.0, peakStash[static_cast<std::size_t>(r)]);
+        report.memory.transient = m_params.transient_mem_coef * largest + zero3Gather;
+        report.memory.reserve = m_params.runtime_reserve_bytes;
+        report.peak_inflight = inflight[static_cast<std::size_t>(r)];
+    }
+
+    // Throughput and utilisation.
+    const double tokens = static_cast<double>(c.globalBatch()) * static_cast<double>(m_graph->seq_len);
+    const double world = c.worldSize();
+    const double modelFlops = m_flopsPerToken * tokens;
+    double recomputeFlops = 0;
+    for (const auto& chunk : a.chunks)
+        recomputeFlops += chunk.recomputeModelFlops;
+    recomputeFlops *= static_cast<double>(c.num_microbatches) * c.dp; // per micro-batch of one replica
+    const double peak = m_cluster.device.peak(m_graph->dtype);
+    e.tokens_per_s = tokens / e.step_time;
+    e.tflops_per_gpu = modelFlops / e.step_time / world / units::kTera;
+    e.mfu = modelFlops / (e.step_time * world * peak);
+    e.hfu = (modelFlops + recomputeFlops) / (e.step_time * world * peak);
+
+    // Where the time of the busiest rank goes.
+    const auto busiest = static_cast<int>(std::max_element(busy.begin(), busy.end()) - busy.begin());
+    double tpComm = 0, otherComm = 0, recompute = 0;
+    for (int k = busiest; k < chunks; k += c.pp) {
+        tpComm += a.chunks[static_cast<std::size_t>(k)].tpComm;
+        otherComm += a.chunks[static_cast<std::size_t>(k)].otherComm;
+        recompute += a.chunks[static_cast<std::size_t>(k)].recompute;
+    }
+    const double m = c.num_microbatches;
+    e.time.tp_comm = tpComm * m;
+    e.time.other_comm = otherComm * m;
+    e.time.recompute = recompute * m;
+    e.time.compute = busy[static_cast<std::size_t>(busiest)] - e.time.tp_comm - e.time.other_comm - e.time.recompute;
+    e.time.pp_bubble = std::max(0.0, pipelineTime - busy[static_cast<std::size_t>(busiest)]);
+    e.time.optimizer = a.spec.optimizer_step;
+    e.time.dp_exposed = std::max(0.0, stepTime - pipelineTime - a.spec.optimizer_step);
+
+    // Feasible only when every stage fits; the reason names the worst stage.
+    e.feasible = true;
+    std::size_t worst = 0;
+    for (std::size_t r = 1; r < e.stages.size(); ++r)
+        if (e.stages[r].memory.total() > e.stages[worst].memory.total())
+            worst = r;
+    const auto& mem = e.stages[worst].memory;
+    if (mem.total() > e.memory_limit_bytes) {
+        e.feasible = false;
+        const auto gb = [](double bytes) { return fixed(bytes / units::kGB, 1); };
+        e.reason = cat("pipeline stage ", worst, " needs ", gb(mem.total()), " GB per GPU, over the ",
+                       gb(e.memory_limit_bytes), " GB limit (weights ", gb(mem.weights), ", grads ", gb(mem.gradients),
+                       ", optimizer ", gb(mem.optimizer), ", activations ", gb(mem.activations), ", transient ",
+                       gb(mem.transient), ", reserve ", gb(mem.reserve), " GB)");
+    }
 }
 
 Evaluation CostModel::evaluate(const ParallelConfig& c, const Workload& w, const EvaluateOptions& options,
@@ -241,195 +487,122 @@ Evaluation CostModel::evaluate(const ParallelConfig& c, const Workload& w, const
     e.reason = structuralProblem(c, w, options.require_full_cluster);
     if (!e.reason.empty())
         return e;
-
-    const int chunks = c.pp * c.vpp;
-    const std::vector<int> counts = c.stage_layers.empty() ? defaultStageLayers(chunks) : c.stage_layers;
-    const double weightBytes = dtypeBytes(m_graph->dtype);
-    const int dpGroup = c.dp * c.cp;
-    const double denseShard = static_cast<double>(dpGroup) / c.zero_ngroups;
-    const double expertShard = std::max(1.0, denseShard / c.ep);
-    const GroupShape denseSync = groupShape(c, "cp-dp");
-    const GroupShape expertSync {std::max(1, dpGroup / c.ep), std::max(1, denseSync.per_node / c.ep)};
-    const GroupShape denseZero {std::max(1, dpGroup / c.zero_ngroups),
-                                std::max(1, denseSync.per_node / c.zero_ngroups)};
-    const bool ppInterNode = groupShape(c, "pp").nodes() > 1;
-
-    PipelineSpec spec;
-    spec.schedule = c.pp == 1 ? ScheduleKind::OneFOneB : c.schedule;
-    spec.pp = c.pp;
-    spec.vpp = c.vpp;
-    spec.num_microbatches = c.num_microbatches;
-    spec.record_events = options.record_timeline;
-    spec.stages.resize(static_cast<std::size_t>(chunks));
-
-    struct ChunkInfo
-    {
-        int first = 0, last = 0;
-        LayerParams params;
-        double largest = 0;
-        double recomputeModelFlops = 0;
-        double tpComm = 0, otherComm = 0, recompute = 0, compute = 0;
-    };
-    std::vector<ChunkInfo> info(static_cast<std::size_t>(chunks));
-    int next = 0;
-    for (int k = 0; k < chunks; ++k) {
-        auto& chunk = info[static_cast<std::size_t>(k)];
-        auto& stage = spec.stages[static_cast<std::size_t>(k)];
-        chunk.first = next;
-        chunk.last = next + counts[static_cast<std::size_t>(k)] - 1;
-        next = chunk.last + 1;
-        std::vector<const Layer*> members;
-        for (int l = chunk.first; l <= chunk.last; ++l) {
-            const LayerCost& lc = layerCost(static_cast<std::size_t>(l), c);
-            members.push_back(&m_layers[static_cast<std::size_t>(l)]);
-            stage.forward += lc.forward;
-            stage.backward_input += lc.backward_input;
-            stage.backward_weight += lc.backward_weight;
-            stage.activation_bytes += lc.activation_bytes;
-            chunk.largest = std::max(chunk.largest, lc.largest_activation_bytes);
-            chunk.recomputeModelFlops += lc.recompute_model_flops;
-            chunk.tpComm += lc.tp_comm;
-            chunk.otherComm += lc.other_comm;
-            chunk.recompute += lc.recompute;
-        }
-        chunk.compute = stage.forward + stage.backward_input + stage.backward_weight;
-        const double boundary = layerCost(static_cast<std::size_t>(chunk.last), c).output_bytes;
-        stage.send_forward = k + 1 < chunks ? m_source->p2pTime(boundary, ppInterNode) : 0;
-        // The input gradient going back has the size of the previous chunk's output.
-        stage.send_backward = k > 0
-            ? m_source->p2pTime(
-                layerCost(static_cast<std::size_t>(info[static_cast<std::size_t>(k - 1)].last), c).output_bytes,
-                ppInterNode)
-            : 0;
-
-        chunk.params = paramsPerDevice(*m_graph, members, c.tp, c.ep);
-        const double dense = chunk.params.dense;
-        const double expert = chunk.params.expert;
-        const double weights
-            = (c.zero_stage >= 3 ? dense / denseShard + expert / expertShard : dense + expert) * weightBytes;
-        const double grads
-            = (c.zero_stage >= 2 ? dense / denseShard + expert / expertShard : dense + expert) * m_params.grad_bytes;
-        const double optimizer = (c.zero_stage >= 1 ? dense / denseShard + expert / expertShard : dense + expert)
-            * weightBytes * (m_params.opt_resident_coef + m_params.opt_transient_coef);
-        stage.static_bytes = weights + grads + optimizer;
-
-        // Data-parallel gradient sync (ZeRO 1/2: reduce-scatter + all-gather, the same volume as an all-reduce).
-        const double gradSync = m_source->collectiveTime(Collective::AllReduce, dense * m_params.grad_bytes, denseSync)
-            + m_source->collectiveTime(Collective::AllReduce, expert * m_params.grad_bytes, expertSync);
-        if (c.zero_stage >= 3) {
-            // FSDP/ZeRO-3 gathers the weights for every forward and backward and reduce-scatters gradients each
-            // micro-batch; prefetching hides most of it under compute.
-            const double gather = m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero);
-            const double scatter
-                = m_source->collectiveTime(Collective::ReduceScatter, dense * m_params.grad_bytes, denseZero);
-            const auto exposed = [&](double comm, double compute) {
-                return std::max(comm * (1 - m_params.zero3_prefetch_overlap), comm - compute);
-            };
-            stage.forward += exposed(gather, stage.forward);
-            stage.backward_input += exposed(gather + scatter, stage.backward_input + stage.backward_weight);
-            stage.grad_sync = m_source->collectiveTime(Collective::AllReduce, expert * m_params.grad_bytes, expertSync);
-        } else {
-            stage.grad_sync = gradSync;
-        }
-        stage.grad_sync_overlap = m_params.dp_overlap * (stage.backward_input + stage.backward_weight);
-    }
-
-    // The optimizer step streams the rank's (sharded) states once.
-    std::vector<double> optimizerStep(static_cast<std::size_t>(c.pp), 0.0);
-    for (int k = 0; k < chunks; ++k) {
-        const auto& p = info[static_cast<std::size_t>(k)].params;
-        const double local = c.zero_stage >= 1 ? p.dense / denseShard + p.expert / expertShard : p.dense + p.expert;
-        optimizerStep[static_cast<std::size_t>(k % c.pp)] += local * adamStepBytesPerParam();
-    }
-    for (double& bytes : optimizerStep)
-        bytes = m_source->memoryTime(bytes);
-    spec.optimizer_step = *std::max_element(optimizerStep.begin(), optimizerStep.end());
-
-    auto sim = std::make_shared<SimulationResult>(simulatePipeline(spec, stop));
+    auto a = assemble(c);
+    a->spec.record_events = options.record_timeline;
+    auto sim = std::make_shared<SimulationResult>(simulatePipeline(a->spec, stop));
     e.simulation = sim;
-    e.step_time = sim->step_time;
     e.bubble_ratio = sim->bubble_ratio;
-
-    // Per pipeline rank: memory at its peak and its share of the layers.
-    e.stages.resize(static_cast<std::size_t>(c.pp));
+    std::vector<double> stash(static_cast<std::size_t>(c.pp), 0.0);
     for (int r = 0; r < c.pp; ++r) {
-        StageReport& report = e.stages[static_cast<std::size_t>(r)];
-        report.devices = c.tp * c.cp * c.dp;
-        report.first_layer = info[static_cast<std::size_t>(r)].first;
-        double largest = 0;
-        double zero3Gather = 0;
-        for (int k = r; k < chunks; k += c.pp) {
-            const auto& chunk = info[static_cast<std::size_t>(k)];
-            const auto& stage = spec.stages[static_cast<std::size_t>(k)];
-            report.chunks.emplace_back(chunk.first, chunk.last);
-            report.last_layer = chunk.last;
-            report.compute += stage.forward + stage.backward_input + stage.backward_weight;
-            const double dense = chunk.params.dense;
-            const double expert = chunk.params.expert;
-            report.memory.weights
-                += (c.zero_stage >= 3 ? dense / denseShard + expert / expertShard : dense + expert) * weightBytes;
-            report.memory.gradients += (c.zero_stage >= 2 ? dense / denseShard + expert / expertShard : dense + expert)
-                * m_params.grad_bytes;
-            report.memory.optimizer += (c.zero_stage >= 1 ? dense / denseShard + expert / expertShard : dense + expert)
-                * weightBytes * (m_params.opt_resident_coef + m_params.opt_transient_coef);
-            largest = std::max(largest, chunk.largest);
-            if (c.zero_stage >= 3)
-                zero3Gather = std::max(zero3Gather, 2 * dense / (chunk.last - chunk.first + 1) * weightBytes);
-        }
-        const double stash = sim->peak_memory[static_cast<std::size_t>(r)]
-            - (report.memory.weights + report.memory.gradients + report.memory.optimizer);
-        report.memory.activations = std::max(0.0, stash);
-        report.memory.transient = m_params.transient_mem_coef * largest + zero3Gather;
-        report.memory.reserve = m_params.runtime_reserve_bytes;
-        report.peak_inflight = sim->peak_inflight[static_cast<std::size_t>(r)];
+        double fixedBytes = 0;
+        for (int k = r; k < c.pp * c.vpp; k += c.pp)
+            fixedBytes += a->spec.stages[static_cast<std::size_t>(k)].static_bytes;
+        stash[static_cast<std::size_t>(r)] = sim->peak_memory[static_cast<std::size_t>(r)] - fixedBytes;
     }
+    finish(e, *a, stash, sim->peak_inflight, sim->step_time, sim->pipeline_time, sim->busy);
+    return e;
+}
 
-    // Throughput and utilisation.
-    const double tokens = static_cast<double>(c.globalBatch()) * static_cast<double>(m_graph->seq_len);
-    const double world = c.worldSize();
-    const double modelFlops = m_flopsPerToken * tokens;
-    double recomputeFlops = 0;
-    for (const auto& chunk : info)
-        recomputeFlops += chunk.recomputeModelFlops;
-    recomputeFlops *= static_cast<double>(c.num_microbatches) * c.dp; // per micro-batch of one replica
-    const double peak = m_cluster.device.peak(m_graph->dtype);
-    e.tokens_per_s = tokens / e.step_time;
-    e.tflops_per_gpu = modelFlops / e.step_time / world / units::kTera;
-    e.mfu = modelFlops / (e.step_time * world * peak);
-    e.hfu = (modelFlops + recomputeFlops) / (e.step_time * world * peak);
-
-    // Where the time of the busiest rank goes.
-    const auto busiest = std::max_element(sim->busy.begin(), sim->busy.end()) - sim->busy.begin();
-    double tpComm = 0, otherComm = 0, recompute = 0;
-    for (int k = static_cast<int>(busiest); k < chunks; k += c.pp) {
-        tpComm += info[static_cast<std::size_t>(k)].tpComm;
-        otherComm += info[static_cast<std::size_t>(k)].otherComm;
-        recompute += info[static_cast<std::size_t>(k)].recompute;
+CostModel::LayerProfile CostModel::layerProfile(const ParallelConfig& c) const
+{
+    LayerProfile profile;
+    const auto costs = layerCosts(c);
+    const double weightBytes = dtypeBytes(m_graph->dtype);
+    const double denseShard = static_cast<double>(c.dp * c.cp) / c.zero_ngroups;
+    const double expertShard = std::max(1.0, denseShard / c.ep);
+    const double optimizerBytes = weightBytes * (m_params.opt_resident_coef + m_params.opt_transient_coef);
+    for (std::size_t l = 0; l < m_layers.size(); ++l) {
+        const LayerCost& lc = *costs[l];
+        const LayerParams p = paramsPerDevice(*m_graph, {&m_layers[l]}, c.tp, c.ep);
+        const auto sharded
+            = [&](bool shard) { return shard ? p.dense / denseShard + p.expert / expertShard : p.dense + p.expert; };
+        profile.time.push_back(lc.forward + lc.backward_input + lc.backward_weight);
+        profile.static_bytes.push_back(sharded(c.zero_stage >= 3) * weightBytes
+                                       + sharded(c.zero_stage >= 2) * m_params.grad_bytes
+                                       + sharded(c.zero_stage >= 1) * optimizerBytes);
+        profile.stash_bytes.push_back(lc.activation_bytes);
+        profile.transient_bytes.push_back(m_params.transient_mem_coef * lc.largest_activation_bytes
+                                          + (c.zero_stage >= 3 ? 2 * p.dense * weightBytes : 0));
     }
-    const double m = c.num_microbatches;
-    e.time.tp_comm = tpComm * m;
-    e.time.other_comm = otherComm * m;
-    e.time.recompute = recompute * m;
-    e.time.compute
-        = sim->busy[static_cast<std::size_t>(busiest)] - e.time.tp_comm - e.time.other_comm - e.time.recompute;
-    e.time.pp_bubble = sim->pipeline_time - sim->busy[static_cast<std::size_t>(busiest)];
-    e.time.optimizer = spec.optimizer_step;
-    e.time.dp_exposed = std::max(0.0, sim->step_time - sim->pipeline_time - spec.optimizer_step);
+    return profile;
+}
 
-    // Feasible only when every stage fits.
-    e.feasible = true;
-    for (std::size_t r = 0; r < e.stages.size(); ++r) {
-        const auto& mem = e.stages[r].memory;
-        if (mem.total() > e.memory_limit_bytes) {
-            e.feasible = false;
-            e.reason = cat("pipeline stage ", r, " needs ", fixed(mem.total() / units::kGB, 1),
-                           " GB per GPU, over the ", fixed(e.memory_limit_bytes / units::kGB, 1), " GB limit (weights ",
-                           fixed(mem.weights / units::kGB, 1), ", grads ", fixed(mem.gradients / units::kGB, 1),
-                           ", optimizer ", fixed(mem.optimizer / units::kGB, 1), ", activations ",
-                           fixed(mem.activations / units::kGB, 1), " GB)");
+Evaluation CostModel::estimate(const ParallelConfig& c, const Workload& w, bool requireFullCluster) const
+{
+    Evaluation e;
+    e.config = c;
+    e.cost_source = m_source->name();
+    e.memory_limit_bytes = w.memory_limit_bytes > 0 ? w.memory_limit_bytes : m_cluster.device.memory_bytes;
+    e.reason = structuralProblem(c, w, requireFullCluster);
+    if (!e.reason.empty())
+        return e;
+    const auto a = assemble(c);
+    const auto& stages = a->spec.stages;
+    const int p = c.pp;
+    const int v = c.vpp;
+    const int m = c.num_microbatches;
+    const ScheduleKind schedule = a->spec.schedule;
+
+    std::vector<double> busy(static_cast<std::size_t>(p), 0.0);
+    std::vector<double> stash(static_cast<std::size_t>(p), 0.0);
+    std::vector<int> inflight(static_cast<std::size_t>(p), 0);
+    double sumChunk = 0, maxChunk = 0, maxZbGap = 0, maxSync = 0;
+    for (int k = 0; k < p * v; ++k) {
+        const auto& s = stages[static_cast<std::size_t>(k)];
+        const double t = s.forward + s.backward_input + s.backward_weight + s.send_forward + s.send_backward;
+        busy[static_cast<std::size_t>(k % p)] += (s.forward + s.backward_input + s.backward_weight) * m;
+        sumChunk += t;
+        maxChunk = std::max(maxChunk, t);
+        maxZbGap
+            = std::max(maxZbGap, s.forward + s.backward_input - s.backward_weight + s.send_forward + s.send_backward);
+        maxSync = std::max(maxSync, s.grad_sync - s.grad_sync_overlap);
+    }
+    // In flight per rank, by the schedule's warm-up rule (micro-batches, or chunk-micro-batches when interleaved).
+    for (int r = 0; r < p; ++r) {
+        int count = 0;
+        switch (schedule) {
+        case ScheduleKind::GPipe:
+            count = m;
+            break;
+        case ScheduleKind::OneFOneB:
+            count = std::min(m, p - r);
+            break;
+        case ScheduleKind::ZeroBubbleH1:
+            count = std::min(m, p); // W runs late, so every rank keeps up to p micro-batches
+            break;
+        case ScheduleKind::Interleaved1F1B:
+            count = std::min(m * v, (p - r - 1) * 2 + (v - 1) * p + 1);
             break;
         }
+        inflight[static_cast<std::size_t>(r)] = count;
+        double perMicrobatch = 0;
+        for (int k = r; k < p * v; k += p)
+            perMicrobatch += stages[static_cast<std::size_t>(k)].activation_bytes;
+        stash[static_cast<std::size_t>(r)]
+            = schedule == ScheduleKind::Interleaved1F1B ? perMicrobatch / v * count : perMicrobatch * count;
     }
+    double pipelineTime = 0;
+    const double maxBusy = *std::max_element(busy.begin(), busy.end());
+    switch (schedule) {
+    case ScheduleKind::GPipe:
+    case ScheduleKind::OneFOneB:
+        // Alpa (OSDI'22, Eq. 2): every chunk once, plus m - 1 times the slowest.
+        pipelineTime = std::max(sumChunk + (m - 1) * maxChunk, maxBusy);
+        break;
+    case ScheduleKind::Interleaved1F1B:
+        pipelineTime = maxBusy + (p - 1) * maxChunk;
+        break;
+    case ScheduleKind::ZeroBubbleH1:
+        // Qi et al. (ICLR'24): ZB-H1's bubble is (p - 1)(T_F + T_B - T_W).
+        pipelineTime = maxBusy + (p - 1) * std::max(0.0, maxZbGap);
+        break;
+    }
+    const double stepTime = pipelineTime + std::max(0.0, maxSync) + a->spec.optimizer_step;
+    double busyMean = 0;
+    for (const double b : busy)
+        busyMean += b > 0 ? (pipelineTime - b) / b : 0;
+    e.bubble_ratio = busyMean / p;
+    finish(e, *a, stash, inflight, stepTime, pipelineTime, busy);
     return e;
 }
 

@@ -41,7 +41,7 @@ public:
         // Small dimensions waste tensor-core tiles and SMs; each dimension scales efficiency by x/(x+x0).
         const double x0 = m_params.matmul_half_dim;
         const double shape = (m / (m + x0)) * (n / (n + x0)) * (k / (k + x0));
-        const double rate = peak(dtype) * m_params.matmul_efficiency * shape;
+        const double rate = peak(dtype) * matmulEfficiency() * shape;
         const double flopsTime = 2 * m * n * k / rate;
         const double bytes = (m * k + k * n + m * n) * dtypeBytes(dtype);
         return std::max({flopsTime, memoryTime(bytes), m_params.min_kernel_time});
@@ -52,7 +52,7 @@ public:
         if (flops <= 0)
             return 0;
         const double executed = flops * m_params.attention_causal_fraction;
-        return std::max(executed / (peak(dtype) * m_params.attention_efficiency), m_params.min_kernel_time);
+        return std::max(executed / (peak(dtype) * attentionEfficiency()), m_params.min_kernel_time);
     }
 
     double memoryTime(double bytes) const override
@@ -109,6 +109,16 @@ private:
     {
         const double p = m_device.peak(dtype);
         return p > 0 ? p : m_device.peak(DType::BF16);
+    }
+    /** The device preset's measured efficiency where it states one (a device property: e.g. cuBLAS reaches a
+        smaller fraction of the H100's peak than of the A100's), else the CostParams default. */
+    double matmulEfficiency() const
+    {
+        return m_device.matmul_efficiency > 0 ? m_device.matmul_efficiency : m_params.matmul_efficiency;
+    }
+    double attentionEfficiency() const
+    {
+        return m_device.attention_efficiency > 0 ? m_device.attention_efficiency : m_params.attention_efficiency;
     }
     double intraBandwidth() const { return m_device.intra_node.bandwidth * m_params.intra_node_efficiency; }
     double interBandwidth() const { return m_device.inter_node.bandwidth * m_params.inter_node_efficiency; }

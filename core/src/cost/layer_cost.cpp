@@ -30,6 +30,15 @@ std::string matchedModule(const std::string& module, const std::vector<std::stri
 
 namespace {
 
+// Cross-entropy runs in fp32 in every framework we calibrate against, not on the 16-bit logits the graph
+// stores: Megatron's vocab_parallel_cross_entropy takes output.float() (2 B read + 4 B written per logit), then
+// max, subtract, exp and the normalising divide each stream the fp32 logits; PyTorch's F.cross_entropy on
+// .float() logits (torchtitan, llm-foundry) upcasts, runs log_softmax in two passes and writes its output.
+// Backward writes the fp32 softmax gradient and casts it back to 16 bits. Bytes moved per logit (calibration
+// fix: the graph's bytes_read/bytes_written count only the 16-bit logits once, about 10x too little).
+constexpr double kLossFwdBytesPerLogit = 18; // 2 (read bf16) + 4 (write fp32) + 2 x 4 (max/sum passes) + 4 (write)
+constexpr double kLossBwdBytesPerLogit = 22; // 4 + 4 (read grad and softmax) + 4 (write fp32) + 4 + 2 (cast back) + 4
+
 bool splitsByTp(TpRole role)
 {
     return role == TpRole::Column || role == TpRole::Row || role == TpRole::Heads || role == TpRole::Vocab
@@ -139,6 +148,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     std::unordered_set<TensorId> stashed;
     std::unordered_set<TensorId> columnInputs;
     double tpFwd = 0, tpBwd = 0, otherFwd = 0, otherBwd = 0;
+    double tpRecompute = 0; ///< forward TP collectives of recomputed ops, repeated inside backward
     double attentionFwd = 0;
     double cpKvBytes = 0;
 
@@ -163,6 +173,11 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             attentionFwd += fwd;
             for (std::size_t k = 1; k < op.inputs.size() && k < 3; ++k)
                 cpKvBytes += bytesOf(op.inputs[k]);
+        } else if (op.kind == OpKind::Loss && !op.inputs.empty()) {
+            const Tensor& logitsTensor = graph.tensor(op.inputs.front());
+            const double logits = bytesOf(op.inputs.front()) / std::max(1, dtypeBytes(logitsTensor.dtype));
+            fwd = source.memoryTime(kLossFwdBytesPerLogit * logits);
+            bwdIn = source.memoryTime(kLossBwdBytesPerLogit * logits);
         } else {
             const double moved = (op.bytes_read + op.bytes_written) * share;
             fwd = source.memoryTime(moved);
@@ -195,6 +210,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             cost.largest_activation_bytes = std::max(cost.largest_activation_bytes, bytesOf(t));
 
         // Megatron's tensor-parallel collectives (Shoeybi et al.; Korthikanti et al. for SP).
+        const double tpFwdBefore = tpFwd;
         if (tp > 1) {
             const bool sp = layout.sequence_parallel;
             const bool reducesOutput
@@ -221,6 +237,10 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                 tpFwd += 3 * source.collectiveTime(Collective::AllReduce, 4 * tokens, layout.tp_group);
             }
         }
+        // Recomputing an op's forward repeats its forward collectives too (calibration fix: they were counted
+        // once, so full recomputation under TP was charged 2 all-reduces per block too few).
+        if (!instanceOf[i].empty())
+            tpRecompute += tpFwd - tpFwdBefore;
         if (op.kind == OpKind::MoeExperts && layout.ep > 1 && op.top_k > 0 && !op.inputs.empty()) {
             // Dispatch and combine all-to-alls of the routed tokens, forward and backward.
             const double routed = bytesOf.full(op.inputs.front()) * op.top_k / (layout.sequence_parallel ? tp : 1);
@@ -242,6 +262,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         otherBwd += std::max(0.0, 2 * ring - 2 * attentionFwd); // K/V out and dK/dV back
     }
 
+    tpBwd += tpRecompute;
     cost.tp_comm = tpFwd + tpBwd;
     cost.other_comm = otherFwd + otherBwd;
     cost.forward += tpFwd + otherFwd;

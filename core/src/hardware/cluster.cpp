@@ -86,9 +86,9 @@ constexpr std::size_t kDTypeCount = std::tuple_size_v<decltype(DeviceSpec::peak_
 static_assert(static_cast<std::size_t>(DType::Bool) + 1 == kDTypeCount, "peak_flops must cover every DType");
 
 const std::vector<std::string> kDeviceKeys {
-    "schema",    "name",        "display_name",  "memory_gib", "hbm_bandwidth_gb_s",
-    "tdp_watts", "peak_tflops", "gpus_per_node", "intra_node", "inter_node",
-    "source",    "notes"};
+    "schema",     "name",       "display_name", "memory_gib",        "hbm_bandwidth_gb_s",
+    "tdp_watts",  "peak_tflops", "gpus_per_node", "intra_node",      "inter_node",
+    "source",     "notes",      "matmul_efficiency", "attention_efficiency"};
 const std::vector<std::string> kLinkKeys {"kind", "bandwidth_gb_s", "latency_us", "notes"};
 const std::vector<std::string> kClusterKeys {"schema", "name",          "notes",      "source",    "device",
                                              "nodes",  "gpus_per_node", "intra_node", "inter_node"};
@@ -291,6 +291,12 @@ DeviceSpec readDevice(const json& doc, const Where& where, bool schemaRequired)
         device.default_gpus_per_node = wholeNumber(*gpus, "gpus_per_node", where, 1, kMaxGpusPerNode);
     readLink(require(doc, "intra_node", where), where.nested("intra_node"), true, device.intra_node);
     readLink(require(doc, "inter_node", where), where.nested("inter_node"), true, device.inter_node);
+    // Optional measured efficiencies (fractions of the dense peak) that override the cost model's defaults.
+    if (const json* matmul = member(doc, "matmul_efficiency"))
+        device.matmul_efficiency = positive(*matmul, "matmul_efficiency", where, 1, "1 (a fraction of the peak)");
+    if (const json* attention = member(doc, "attention_efficiency"))
+        device.attention_efficiency
+            = positive(*attention, "attention_efficiency", where, 1, "1 (a fraction of the peak)");
     return device;
 }
 
@@ -481,6 +487,10 @@ json deviceJson(const DeviceSpec& device)
               {"inter_node", linkJson(device.inter_node)}};
     if (device.tdp_watts > 0)
         doc["tdp_watts"] = number(device.tdp_watts);
+    if (device.matmul_efficiency > 0)
+        doc["matmul_efficiency"] = number(device.matmul_efficiency);
+    if (device.attention_efficiency > 0)
+        doc["attention_efficiency"] = number(device.attention_efficiency);
     return doc;
 }
 
@@ -513,6 +523,9 @@ std::string Cluster::fingerprint() const
         canonical += cat(dtypeName(static_cast<DType>(i)), ":", exact(device.peak_flops[i]), ",");
     for (const auto* link : {&device.intra_node, &device.inter_node})
         canonical += cat("|link=", link->kind, ",", exact(link->bandwidth), ",", exact(link->latency));
+    // Appended only when set, so devices without measured efficiencies keep their fingerprints.
+    if (device.matmul_efficiency > 0 || device.attention_efficiency > 0)
+        canonical += cat("|efficiency=", exact(device.matmul_efficiency), ",", exact(device.attention_efficiency));
     canonical += cat("|nodes=", nodes, "|gpus_per_node=", gpus_per_node);
 
     const std::uint64_t hash = fnv1a64(canonical);

@@ -25,7 +25,7 @@ std::string layerName(const CostModel& model, int index)
 {
     const auto& layers = model.layers();
     return index >= 0 && static_cast<std::size_t>(index) < layers.size() ? layers[static_cast<std::size_t>(index)].name
-                                                                          : std::string();
+                                                                         : std::string();
 }
 
 json stageJson(const StageReport& stage, const ParallelConfig& config, const CostModel& model)
@@ -59,8 +59,7 @@ json stageJson(const StageReport& stage, const ParallelConfig& config, const Cos
 nlohmann::json candidateJson(const Evaluation& e, const CostModel& model)
 {
     const ParallelConfig& c = e.config;
-    // nlohmann::json keeps keys sorted by default; ordered_json would change the type callers get, so the order
-    // in files is alphabetical. The header documents the logical order.
+    // nlohmann::json writes keys sorted, so files list them alphabetically; the header gives the logical order.
     json out {{"tp", c.tp},
               {"pp", c.pp},
               {"dp", c.dp},
@@ -106,8 +105,8 @@ nlohmann::json candidateJson(const Evaluation& e, const CostModel& model)
 
     if (simulated) {
         const TimeBreakdown& t = e.time;
-        out["time"] = {{"compute_s", t.compute},       {"recompute_s", t.recompute},   {"tp_comm_s", t.tp_comm},
-                       {"other_comm_s", t.other_comm}, {"pp_bubble_s", t.pp_bubble},   {"dp_exposed_s", t.dp_exposed},
+        out["time"] = {{"compute_s", t.compute},       {"recompute_s", t.recompute}, {"tp_comm_s", t.tp_comm},
+                       {"other_comm_s", t.other_comm}, {"pp_bubble_s", t.pp_bubble}, {"dp_exposed_s", t.dp_exposed},
                        {"optimizer_s", t.optimizer}};
     } else {
         out["time"] = nullptr;
@@ -140,6 +139,9 @@ nlohmann::json resultJson(const std::vector<Evaluation>& evaluations, const Cost
                  {"search",
                   {{"candidates_total", counts.candidates_total},
                    {"candidates_feasible", counts.candidates_feasible},
+                   {"simulated", counts.simulated},
+                   {"enumerate_s", counts.enumerate_s},
+                   {"cost_s", counts.cost_s},
                    {"elapsed_s", counts.elapsed_s}}}};
 }
 

@@ -95,6 +95,23 @@ public:
     Evaluation evaluate(const ParallelConfig& config, const Workload& workload, const EvaluateOptions& options = {},
                         std::stop_token stop = {}) const;
 
+    /**
+     * The planner's fast path: the same costs and memory, but the step time from closed forms instead of the
+     * event simulator (Alpa's sum + (m-1) max for GPipe/1F1B, (p-1) x the longest chunk for interleaved,
+     * (p-1)(F+B-W) for ZB-H1) and in-flight counts from the schedule's rules. No timeline.
+     */
+    Evaluation estimate(const ParallelConfig& config, const Workload& workload, bool requireFullCluster = true) const;
+
+    /** Per-layer forward+backward seconds, static bytes and stash bytes per micro-batch for a config (partitioning). */
+    struct LayerProfile
+    {
+        std::vector<double> time;
+        std::vector<double> static_bytes;
+        std::vector<double> stash_bytes;
+        std::vector<double> transient_bytes;
+    };
+    LayerProfile layerProfile(const ParallelConfig& config) const;
+
     const ModelGraph& graph() const { return *m_graph; }
     const std::vector<Layer>& layers() const { return m_layers; }
     const Cluster& cluster() const { return m_cluster; }
@@ -125,6 +142,17 @@ private:
     std::vector<Layer> m_layers;
     std::vector<OpId> m_producer;
     std::vector<std::size_t> m_signature; ///< identical layers share a signature (and a cache entry)
+    std::vector<int> m_classOf; ///< layer -> index of its class of identical layers
+    std::vector<std::size_t> m_classRepresentative; ///< class -> first layer of the class
+
+    struct Assembly;
+    /** Stage costs, static memory and chunk bookkeeping shared by evaluate() and estimate(). */
+    std::unique_ptr<Assembly> assemble(const ParallelConfig& config) const;
+    void finish(Evaluation& e, const Assembly& a, const std::vector<double>& peakStash,
+                const std::vector<int>& inflight, double stepTime, double pipelineTime,
+                const std::vector<double>& busy) const;
+    /** Cost of every layer, looked up once per class of identical layers. */
+    std::vector<const LayerCost*> layerCosts(const ParallelConfig& config) const;
     double m_flopsPerToken = 0;
 
     mutable std::mutex m_cacheMutex;

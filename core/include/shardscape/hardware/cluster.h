@@ -32,6 +32,12 @@ struct DeviceSpec
     Link intra_node; ///< GPU-to-GPU inside a node
     Link inter_node; ///< per-GPU share of the node's scale-out NICs
     int default_gpus_per_node = 8;
+    /** Fraction of the dense peak a large, well-shaped GEMM sustains on this device in training (measured, e.g.
+        the maximum achievable matmul FLOPS); 0 = CostParams::matmul_efficiency. */
+    double matmul_efficiency = 0;
+    /** Fraction of the dense peak a fused (flash) attention kernel sustains, forward and backward; 0 =
+        CostParams::attention_efficiency. */
+    double attention_efficiency = 0;
 
     double peak(DType dtype) const { return peak_flops[static_cast<std::size_t>(dtype)]; }
 };

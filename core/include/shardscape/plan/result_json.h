@@ -2,6 +2,7 @@
 #pragma once
 
 #include "shardscape/cost/cost_model.h"
+#include "shardscape/search/planner.h"
 
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
@@ -11,14 +12,6 @@ namespace shardscape {
 
 /** Schema tag of the result document written by `simulate --json` and `plan --json`. */
 inline constexpr const char* kResultSchema = "shardscape.result/1";
-
-/** The top-level `search` block: how many candidates were looked at and how long it took. */
-struct SearchCounts
-{
-    std::int64_t candidates_total = 0; ///< configurations evaluated (or skipped as structurally invalid)
-    std::int64_t candidates_feasible = 0; ///< of those, the ones that fit in memory
-    double elapsed_s = 0; ///< wall-clock seconds of the search (or of the single simulation)
-};
 
 /**
  * One candidate of the result JSON (DESIGN.md "Result JSON"). Keys, in this order:
@@ -43,9 +36,9 @@ nlohmann::json candidateJson(const Evaluation& evaluation, const CostModel& mode
 
 /**
  * The whole result document: {"schema": kResultSchema, "model": {name, params, active_params, seq_len, dtype,
- * num_layers, layers: [names], flops_per_token}, "cluster": toJson(Cluster) (reloadable with --cluster),
- * "candidates": [candidateJson...] in the given order (best first), "search": {candidates_total,
- * candidates_feasible, elapsed_s}}.
+ * num_layers, layers: [names], flops_per_token (forward + backward, no recomputation)}, "cluster": toJson(Cluster)
+ * (reloadable with --cluster), "candidates": [candidateJson...] in the given order (best first), "search":
+ * {candidates_total, candidates_feasible, simulated, enumerate_s, cost_s, elapsed_s}}.
  */
 nlohmann::json resultJson(const std::vector<Evaluation>& evaluations, const CostModel& model, SearchCounts counts);
 

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+#include "cli_common.h"
+#include "commands.h"
+#include "text_table.h"
+
+#include "shardscape/hardware/cluster.h"
+#include "shardscape/model/model_source.h"
+#include "shardscape/plan/result_json.h"
+#include "shardscape/search/planner.h"
+#include "shardscape/support/atomic_file.h"
+#include "shardscape/support/error.h"
+#include "shardscape/support/strings.h"
+#include "shardscape/support/units.h"
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+namespace shardscape::cli {
+
+namespace {
+
+struct PlanOptions
+{
+    std::string model;
+    std::string cluster;
+    int nodes = 0;
+    int gpus_per_node = 0;
+    std::int64_t global_batch = 256;
+    std::int64_t seq_len = 0;
+    double memory_gb = 0;
+    std::string config;
+    int topk = 0;
+    std::string method;
+    std::string json;
+    std::string save_plan;
+    bool dump = false;
+};
+
+/** Prints the planner's log lines as they come (MoAI style); progress stays quiet on a terminal. */
+class CliProgress final : public ProgressSink
+{
+public:
+    void progress(const std::string&, std::uint64_t, std::uint64_t) override { }
+    void log(const std::string& line) override { std::cout << line << '\n'; }
+};
+
+void printCandidates(const std::vector<Evaluation>& top, const CostModel& model)
+{
+    TextTable table;
+    for (const char* title : {"#", "tp", "pp", "dp", "cp", "ep", "vpp", "mb", "m", "zero", "recompute", "schedule",
+                              "step s", "tokens/s", "TFLOP/s", "MFU", "bubble", "peak GB"})
+        table.addColumn(title,
+                        std::string(title) == "recompute" || std::string(title) == "schedule"
+                            ? TextTable::Align::Left
+                            : TextTable::Align::Right);
+    for (std::size_t i = 0; i < top.size(); ++i) {
+        const auto& e = top[i];
+        const auto& c = e.config;
+        table.addRow({cat(i + 1), cat(c.tp), cat(c.pp), cat(c.dp), cat(c.cp), cat(c.ep), cat(c.vpp), cat(c.micro_batch),
+                      cat(c.num_microbatches), cat(c.zero_stage), std::string(recomputeName(c.recompute)),
+                      c.pp > 1 ? std::string(scheduleName(c.schedule)) : "-", fixed(e.step_time, 3),
+                      siCount(e.tokens_per_s, 1), fixed(e.tflops_per_gpu, 1), fixed(100 * e.mfu, 1) + "%",
+                      fixed(e.bubble_ratio, 3), fixed(e.peakMemory() / units::kGB, 1)});
+    }
+    table.print(std::cout);
+    if (!top.empty() && top.front().config.pp > 1) {
+        std::cout << "stages of #1:";
+        for (const auto& stage : top.front().stages)
+            for (const auto& [first, last] : stage.chunks)
+                std::cout << "  [" << model.layers()[static_cast<std::size_t>(first)].name << " .. "
+                          << model.layers()[static_cast<std::size_t>(last)].name << "]";
+        std::cout << '\n';
+    }
+}
+
+int runPlan(const PlanOptions& o)
+{
+    PlannerConfig config = o.config.empty() ? PlannerConfig {} : loadPlannerConfig(o.config);
+    if (o.topk > 0)
+        config.topk = o.topk;
+    if (o.memory_gb > 0)
+        config.memory_constraint = o.memory_gb;
+    if (!o.method.empty()) {
+        const auto method = parsePlanMethod(o.method);
+        if (!method)
+            throw InputError(cat("unknown method '", o.method, "'"),
+                             "use auto, data, zero2, zero3, shard or pipeshard");
+        config.method = *method;
+    }
+    if (!o.save_plan.empty())
+        config.save_plan_path = o.save_plan;
+
+    BuildOptions build;
+    build.seq_len = o.seq_len;
+    Problem problem;
+    problem.graph = std::make_shared<const ModelGraph>(loadModel(o.model, build));
+    problem.cluster = loadCluster(o.cluster, o.nodes, o.gpus_per_node);
+    problem.global_batch = o.global_batch;
+
+    std::cout << "Planning " << problem.graph->name << " (seq_len " << problem.graph->seq_len << ", global batch "
+              << o.global_batch << ") on " << problem.cluster.nodes << " x " << problem.cluster.gpus_per_node << " "
+              << problem.cluster.device.name << "\n";
+    CliProgress progress;
+    const PlanResult result = plan(problem, config, progress);
+    const CostModel& model = *result.model;
+
+    if (!o.json.empty()) {
+        std::vector<Evaluation> all = result.top;
+        all.insert(all.end(), result.infeasible.begin(), result.infeasible.end());
+        writeJsonOutput(resultJson(all, model, result.counts), o.json);
+    }
+    if (result.top.empty()) {
+        std::cout << "\nNo configuration fits. The least memory-hungry ones:\n";
+        printCandidates(result.infeasible, model);
+        for (std::size_t i = 0; i < result.infeasible.size() && i < 3; ++i)
+            std::cout << "  " << result.infeasible[i].config.describe() << ": " << result.infeasible[i].reason << '\n';
+        throw InfeasibleError(
+            cat(problem.graph->name, " fits nowhere on ", problem.cluster.nodes, " x ", problem.cluster.gpus_per_node,
+                " ", problem.cluster.device.name, ": the best configuration needs ",
+                fixed(result.min_memory_needed / units::kGB, 1), " GB per GPU, over the ",
+                fixed((config.memory_constraint > 0 ? config.memory_constraint * units::kGB
+                                                    : problem.cluster.device.memory_bytes)
+                          / units::kGB,
+                      1),
+                " GB limit"),
+            "add GPUs (--nodes), use --method zero3, recompute full (--config), or a shorter --seq-len");
+    }
+
+    std::cout << '\n';
+    printCandidates(result.top, model);
+    std::cout << "\nWhy this plan:\n";
+    for (const auto& line : result.explanation.lines)
+        std::cout << "  " << line << '\n';
+    std::cout << "\n(" << result.counts.candidates_total << " candidates, " << result.counts.candidates_feasible
+              << " feasible, " << result.counts.simulated << " simulated, " << fixed(result.counts.elapsed_s, 3)
+              << " s; cost source: " << result.top.front().cost_source << ")\n";
+
+    if (o.dump)
+        writeFileAtomic("advanced_parallelization_selected_config.dump", selectedConfigLine(result.top.front()) + "\n");
+    return kExitOk;
+}
+
+} // namespace
+
+void addPlanCommand(CLI::App& app, CommandAction& action)
+{
+    auto o = std::make_shared<PlanOptions>();
+    auto* cmd = app.add_subcommand("plan", "Search the best parallel plan for a model on a cluster");
+    cmd->add_option("--model,-m", o->model, "preset name, HF config.json, native graph .json")->required();
+    cmd->add_option("--cluster,-c", o->cluster, "device preset (one node) or cluster .json")->required();
+    cmd->add_option("--nodes", o->nodes, "number of nodes (overrides the cluster)")->check(CLI::Range(1, 100000));
+    cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (overrides the cluster)")
+        ->check(CLI::Range(1, 1024));
+    cmd->add_option("--global-batch", o->global_batch, "sequences per step (default 256)")
+        ->check(CLI::Range(std::int64_t {1}, std::int64_t {1} << 40));
+    cmd->add_option("--seq-len", o->seq_len, "tokens per sequence (default: min(max positions, 4096))")
+        ->check(CLI::Range(std::int64_t {1}, std::int64_t {100'000'000}));
+    cmd->add_option("--memory-gb", o->memory_gb, "memory limit per GPU in GB (default: the device's)")
+        ->check(CLI::Range(0.001, 1e6));
+    cmd->add_option("--config", o->config, "planner config JSON (AutoDist keys; see README)");
+    cmd->add_option("--topk", o->topk, "how many candidates to keep (default 20)")->check(CLI::Range(1, 10000));
+    cmd->add_option("--method", o->method, "auto, data, zero2, zero3, shard or pipeshard");
+    cmd->add_option("--json", o->json, "write the result JSON (top-k and search counts) to this file ('-' = stdout)");
+    cmd->add_option("--save-plan", o->save_plan, "write the chosen plan (shardscape.plan/1) to this file");
+    cmd->add_flag("--dump", o->dump, "write advanced_parallelization_selected_config.dump in the working directory");
+    cmd->callback([&action, o] { action = [o] { return runPlan(*o); }; });
+}
+
+} // namespace shardscape::cli

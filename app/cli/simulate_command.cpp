@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: MIT
+// `simulate`: predicts one parallel configuration with the cost model and prints, writes and traces it.
+#include "cli_common.h"
+#include "commands.h"
+#include "text_table.h"
+
+#include "shardscape/cost/cost_model.h"
+#include "shardscape/model/model_source.h"
+#include "shardscape/plan/result_json.h"
+#include "shardscape/sim/chrome_trace.h"
+#include "shardscape/support/atomic_file.h"
+#include "shardscape/support/error.h"
+#include "shardscape/support/strings.h"
+#include "shardscape/support/units.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+
+namespace shardscape::cli {
+
+namespace {
+
+// Beyond this many GPUs the int arithmetic of ParallelConfig could overflow; no real cluster is near it.
+constexpr std::int64_t kMaxWorldSize = std::int64_t {1} << 20;
+constexpr int kMaxDegree = 1 << 20;
+// The simulator walks every micro-batch on every rank; far beyond any real step and it would only eat memory.
+constexpr std::int64_t kMaxMicrobatches = 1 << 16;
+
+struct SimulateOptions
+{
+    std::string model;
+    std::string cluster;
+    int tp = 1;
+    int pp = 1;
+    int dp = 1;
+    int vpp = 1;
+    int cp = 1;
+    int ep = 1;
+    int micro_batch = 1;
+    std::int64_t global_batch = 0;
+    int zero = 0;
+    int zero_ngroups = 1;
+    std::string recompute = "none";
+    std::vector<std::string> recompute_modules;
+    bool sequence_parallel = false;
+    std::string schedule = "1f1b";
+    std::int64_t seq_len = 0;
+    int nodes = 0;
+    int gpus_per_node = 0;
+    double memory_gb = 0;
+    std::vector<int> stage_layers;
+    std::string rank_order = "tp-cp-dp-pp";
+    std::string json;
+    std::string trace;
+
+    // Set from the parser after parsing: whether the user chose these explicitly.
+    bool nodes_given = false;
+    bool schedule_given = false;
+};
+
+std::string percent(double fraction)
+{
+    return fixed(100 * fraction, 1) + " %";
+}
+
+std::string gb(double bytes)
+{
+    return fixed(bytes / units::kGB, 1);
+}
+
+/** "a", "a or b", "a, b or c" */
+std::string either(const std::vector<std::string>& items)
+{
+    if (items.size() <= 1)
+        return items.empty() ? std::string() : items.front();
+    std::vector<std::string> head(items.begin(), items.end() - 1);
+    return join(head, ", ") + " or " + items.back();
+}
+
+ScheduleKind scheduleFromName(const std::string& name)
+{
+    if (const auto kind = parseSchedule(name))
+        return *kind;
+    throw InputError(cat("unknown schedule '", name, "'"), "choose gpipe, 1f1b, interleaved or zb-h1");
+}
+
+RecomputeKind recomputeFromName(const std::string& name)
+{
+    const auto kind = parseRecompute(name);
+    if (!kind || *kind == RecomputeKind::Modules)
+        throw InputError(cat("unknown recomputation '", name, "'"),
+                         "choose none, selective or full; name modules with --recompute-modules");
+    return *kind;
+}
+
+void checkRankOrder(const std::string& order)
+{
+    // groupShape() reads the order as given; a missing or repeated dimension would silently misplace groups.
+    std::vector<std::string> dims;
+    std::stringstream in(order);
+    for (std::string d; std::getline(in, d, '-');)
+        dims.push_back(d);
+    std::vector<std::string> sorted = dims;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted != std::vector<std::string> {"cp", "dp", "pp", "tp"})
+        throw InputError(cat("rank order '", order, "' is not an order of tp, cp, dp and pp"),
+                         "write the four dimensions fastest-varying first, e.g. tp-cp-dp-pp");
+}
+
+std::vector<std::int64_t> divisors(std::int64_t n, std::int64_t limit)
+{
+    std::vector<std::int64_t> out;
+    for (std::int64_t d = 1; d <= std::min(n, limit); ++d)
+        if (n % d == 0)
+            out.push_back(d);
+    return out;
+}
+
+/** A way out of an infeasible configuration; checks mirror CostModel::structuralProblem's order. */
+std::string wayOut(const Evaluation& e, const CostModel& model, const SimulateOptions& o)
+{
+    const ParallelConfig& c = e.config;
+    const ModelGraph& graph = model.graph();
+    const int layers = static_cast<int>(model.layers().size());
+    const std::int64_t perStep = static_cast<std::int64_t>(c.dp) * c.micro_batch;
+
+    if (o.global_batch % perStep) {
+        const std::int64_t lower = o.global_batch / perStep * perStep;
+        const std::int64_t upper = lower + perStep;
+        return cat("use a multiple of dp x micro-batch = ", perStep, ", e.g. --global-batch ",
+                   lower > 0 ? cat(lower, " or ", upper) : cat(upper));
+    }
+    if (o.nodes_given && c.worldSize() != model.cluster().worldSize()) {
+        const int gpn = model.cluster().gpus_per_node;
+        return c.worldSize() % gpn == 0
+            ? cat("pass --nodes ", c.worldSize() / gpn,
+                  " or leave --nodes out to size the cluster to the configuration")
+            : cat("leave --nodes out to size the cluster to the configuration, or change tp, pp, dp or cp");
+    }
+    if (graph.transformer) {
+        const auto& t = *graph.transformer;
+        if (t.num_heads % c.tp || t.num_kv_heads % c.tp || t.ffn_hidden % c.tp) {
+            std::vector<std::string> valid;
+            for (const auto d : divisors(std::gcd(std::gcd(t.num_heads, t.num_kv_heads), t.ffn_hidden), 64))
+                valid.push_back(cat(d));
+            return cat("tp must divide the heads, key/value heads and FFN size; valid tp: ", join(valid, ", "));
+        }
+        if (c.ep > 1 && (t.num_experts == 0 || t.num_experts % c.ep || (c.dp * c.cp) % c.ep))
+            return t.num_experts == 0
+                ? std::string("leave --ep out for a dense model")
+                : cat("pick an ep that divides the ", t.num_experts, " experts and dp x cp = ", c.dp * c.cp);
+    } else if (c.ep > 1) {
+        return "leave --ep out for a dense model";
+    }
+    if (c.cp > 1 && graph.seq_len % (2 * c.cp))
+        return cat("pick cp so that 2 x cp divides the sequence length ", graph.seq_len, ", or change --seq-len");
+    if (c.sequence_parallel && c.tp == 1)
+        return "drop --sequence-parallel or use --tp 2 or more";
+    if ((c.dp * c.cp) % c.zero_ngroups)
+        return cat("pick a --zero-ngroups that divides dp x cp = ", c.dp * c.cp);
+    if (c.pp * c.vpp > layers)
+        return cat("use fewer pipeline chunks (pp x vpp at most ", layers, ")");
+    if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
+        return "add --schedule interleaved, or leave --vpp out";
+    if (c.schedule == ScheduleKind::Interleaved1F1B) {
+        if (c.pp < 2 || c.vpp < 2)
+            return "use --pp 2 or more and --vpp 2 or more, or another --schedule";
+        if (c.num_microbatches % c.pp) {
+            const std::int64_t step = perStep * c.pp;
+            const std::int64_t lower = o.global_batch / step * step;
+            return cat("choose a global batch giving a multiple of ", c.pp, " micro-batches, e.g. --global-batch ",
+                       lower > 0 ? cat(lower, " or ", lower + step) : cat(step), ", or another --schedule");
+        }
+    }
+    if (!c.stage_layers.empty())
+        return cat("give pp x vpp = ", c.pp * c.vpp, " counts of at least 1 that sum to the model's ", layers,
+                   " layers (list them with: shardscape-cli inspect --model ", o.model, ")");
+    if (e.simulation) {
+        // Out of memory: the usual levers, cheapest first.
+        std::vector<std::string> levers;
+        if (c.zero_stage < 3 && c.dp * c.cp > 1)
+            levers.push_back(cat("--zero ", c.zero_stage + 1));
+        if (c.recompute != RecomputeKind::Full)
+            levers.emplace_back("--recompute full");
+        if (c.micro_batch > 1)
+            levers.emplace_back("a smaller --micro-batch");
+        if (c.pp * 2 * c.vpp <= layers)
+            levers.emplace_back("more pipeline stages");
+        levers.emplace_back("more tensor parallelism");
+        return "try " + either(levers);
+    }
+    return "see shardscape-cli simulate --help";
+}
+
+std::string layerSpan(const CostModel& model, const StageReport& stage)
+{
+    std::vector<std::string> ranges;
+    for (const auto& [first, last] : stage.chunks)
+        ranges.push_back(cat(first, "-", last));
+    const auto& layers = model.layers();
+    return cat(join(ranges, ","), " ", layers[static_cast<std::size_t>(stage.first_layer)].name, " .. ",
+               layers[static_cast<std::size_t>(stage.last_layer)].name);
+}
+
+void printEvaluation(const Evaluation& e, const CostModel& model, const SimulateOptions& o)
+{
+    const ParallelConfig& c = e.config;
+    const Cluster& cluster = model.cluster();
+    const ModelGraph& graph = model.graph();
+    std::cout << "Simulate " << graph.name << " on " << cluster.nodes << " x " << cluster.gpus_per_node << " "
+              << cluster.device.name << ": " << c.describe() << " (cost source: " << e.cost_source << ")\n";
+    const double tokens = static_cast<double>(o.global_batch) * static_cast<double>(graph.seq_len);
+    std::cout << "Global batch " << o.global_batch << " x " << graph.seq_len << " tokens = " << fixed(tokens, 0)
+              << " tokens per step on " << c.worldSize() << " GPUs";
+    if (c.worldSize() < cluster.worldSize())
+        std::cout << " (of " << cluster.worldSize() << ")";
+    std::cout << ", " << cluster.device.display_name << "\n\n";
+    if (!e.simulation) {
+        std::cout << "Infeasible: " << e.reason << "\n";
+        return;
+    }
+
+    const auto peak = std::max_element(e.stages.begin(), e.stages.end(), [](const auto& a, const auto& b) {
+        return a.memory.total() < b.memory.total();
+    });
+    TextTable metrics;
+    metrics.addColumn("metric", TextTable::Align::Left);
+    metrics.addColumn("value", TextTable::Align::Left);
+    metrics.addRow({"step time", cat(fixed(e.step_time, 4), " s")});
+    metrics.addRow(
+        {"throughput",
+         cat(fixed(e.tokens_per_s, 0), " tokens/s (", fixed(e.tokens_per_s / c.worldSize(), 0), " per GPU)")});
+    metrics.addRow({"TFLOP/s per GPU", cat(fixed(e.tflops_per_gpu, 1), " (model FLOPs, no recomputation)")});
+    metrics.addRow({"MFU", percent(e.mfu)});
+    metrics.addRow({"HFU", percent(e.hfu)});
+    metrics.addRow({"bubble ratio", percent(e.bubble_ratio)});
+    metrics.addRow({"peak memory",
+                    cat(gb(peak->memory.total()), " GB of ", gb(e.memory_limit_bytes), " GB per GPU (stage ",
+                        peak - e.stages.begin(), ")")});
+    metrics.print(std::cout);
+
+    std::cout << "\nPipeline stages (memory in GB per GPU at the stage's peak"
+              << (c.vpp > 1 ? "; in-flight counts micro-batches per model chunk" : "") << ")\n";
+    TextTable stages;
+    stages.addColumn("stage", TextTable::Align::Right);
+    stages.addColumn("layers", TextTable::Align::Left);
+    stages.addColumn("devices", TextTable::Align::Right);
+    stages.addColumn("compute/mb ms", TextTable::Align::Right);
+    stages.addColumn("in-flight", TextTable::Align::Right);
+    for (const char* title : {"weights", "grads", "optimizer", "activations", "transient", "reserve", "total"})
+        stages.addColumn(title, TextTable::Align::Right);
+    for (std::size_t r = 0; r < e.stages.size(); ++r) {
+        const StageReport& s = e.stages[r];
+        const MemoryBreakdown& m = s.memory;
+        stages.addRow({cat(r), layerSpan(model, s), cat(s.devices), fixed(s.compute * 1e3, 2), cat(s.peak_inflight),
+                       gb(m.weights), gb(m.gradients), gb(m.optimizer), gb(m.activations), gb(m.transient),
+                       gb(m.reserve), gb(m.total())});
+    }
+    stages.print(std::cout);
+
+    std::cout << "\nTime of one step on the busiest pipeline rank\n";
+    const TimeBreakdown& t = e.time;
+    TextTable time;
+    time.addColumn("part", TextTable::Align::Left);
+    time.addColumn("seconds", TextTable::Align::Right);
+    time.addColumn("of step", TextTable::Align::Right);
+    const auto row = [&](const char* part, double seconds) {
+        time.addRow({part, fixed(seconds, 4), percent(e.step_time > 0 ? seconds / e.step_time : 0)});
+    };
+    row("compute", t.compute);
+    row("recompute", t.recompute);
+    row("TP communication (exposed)", t.tp_comm);
+    row("CP/EP communication (exposed)", t.other_comm);
+    row("pipeline bubble", t.pp_bubble);
+    row("DP gradient sync (exposed)", t.dp_exposed);
+    row("optimizer step", t.optimizer);
+    time.print(std::cout);
+    if (!e.feasible)
+        std::cout << "\nInfeasible: " << e.reason << "\n";
+}
+
+void writeTrace(const Evaluation& e, const CostModel& model, const std::string& path)
+{
+    const std::string title = cat(model.graph().name, " on ", model.cluster().worldSize(), " x ",
+                                  model.cluster().device.name, ": ", e.config.describe());
+    // Compact: a trace of thousands of events is read by tools, not people.
+    const std::string text = toChromeTrace(*e.simulation, title).dump() + "\n";
+    if (path == "-")
+        std::cout << text;
+    else
+        writeFileAtomic(path, text);
+}
+
+int runSimulate(const SimulateOptions& o)
+{
+    const ScheduleKind requested = scheduleFromName(o.schedule);
+    if (!o.recompute_modules.empty() && o.recompute != "none")
+        throw InputError("--recompute and --recompute-modules exclude each other",
+                         "--recompute-modules alone recomputes the named modules");
+    const RecomputeKind recompute
+        = o.recompute_modules.empty() ? recomputeFromName(o.recompute) : RecomputeKind::Modules;
+    for (const auto& name : o.recompute_modules)
+        if (name.empty())
+            throw InputError("--recompute-modules has an empty module name",
+                             "give module path suffixes such as self_attn,mlp (ROOT = every block)");
+    checkRankOrder(o.rank_order);
+    if (o.json == "-" && o.trace == "-")
+        throw InputError("--json and --trace cannot both write to stdout", "give one of them a file name");
+    const std::int64_t world = std::int64_t {o.tp} * o.pp * o.dp * o.cp;
+    if (world > kMaxWorldSize)
+        throw InputError(cat("tp x pp x dp x cp = ", world, " GPUs is more than ", kMaxWorldSize),
+                         "use smaller parallel degrees");
+
+    // Without --nodes, the cluster is as many nodes as the configuration needs (the last one may be partial).
+    Cluster cluster = loadCluster(o.cluster, o.nodes_given ? o.nodes : 0, o.gpus_per_node);
+    if (!o.nodes_given) {
+        const std::int64_t nodes = (world + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
+        cluster = loadCluster(o.cluster, static_cast<int>(nodes), cluster.gpus_per_node);
+    }
+
+    BuildOptions build;
+    build.batch = o.micro_batch;
+    build.seq_len = o.seq_len;
+    auto graph = std::make_shared<const ModelGraph>(loadModel(o.model, build));
+    const CostModel model(graph, cluster);
+
+    ParallelConfig config;
+    config.tp = o.tp;
+    config.pp = o.pp;
+    config.dp = o.dp;
+    config.cp = o.cp;
+    config.ep = o.ep;
+    config.vpp = o.vpp;
+    config.micro_batch = o.micro_batch;
+    config.zero_stage = o.zero;
+    config.zero_ngroups = o.zero_ngroups;
+    config.sequence_parallel = o.sequence_parallel;
+    config.recompute = recompute;
+    config.recompute_modules = o.recompute_modules;
+    // --vpp alone means the interleaved schedule, the only one that runs several chunks per rank.
+    config.schedule = o.vpp > 1 && !o.schedule_given ? ScheduleKind::Interleaved1F1B : requested;
+    config.stage_layers = o.stage_layers;
+    config.rank_order = o.rank_order;
+
+    Workload workload;
+    workload.global_batch = o.global_batch;
+    workload.seq_len = graph->seq_len;
+    workload.memory_limit_bytes = o.memory_gb * units::kGB;
+
+    const auto begin = std::chrono::steady_clock::now();
+    Evaluation e;
+    const std::int64_t perStep = std::int64_t {o.dp} * o.micro_batch;
+    if (o.global_batch % perStep) {
+        // Not adjusted: the user asked for this global batch, so say why it cannot be split.
+        e.config = config;
+        e.config.num_microbatches = static_cast<int>(std::max<std::int64_t>(1, o.global_batch / perStep));
+        e.cost_source = model.source().name();
+        e.memory_limit_bytes = o.memory_gb > 0 ? workload.memory_limit_bytes : cluster.device.memory_bytes;
+        e.reason = cat("global batch ", o.global_batch, " is not divisible by dp x micro-batch = ", o.dp, " x ",
+                       o.micro_batch);
+    } else {
+        if (o.global_batch / perStep > kMaxMicrobatches)
+            throw InputError(cat("global batch ", o.global_batch, " gives ", o.global_batch / perStep,
+                                 " micro-batches per step; at most ", kMaxMicrobatches, " are simulated"),
+                             "use a larger --micro-batch or --dp, or a smaller --global-batch");
+        config.num_microbatches = static_cast<int>(o.global_batch / perStep);
+        EvaluateOptions options;
+        options.record_timeline = !o.trace.empty();
+        options.require_full_cluster = o.nodes_given;
+        e = model.evaluate(config, workload, options);
+    }
+    SearchCounts counts;
+    counts.candidates_total = 1;
+    counts.candidates_feasible = e.feasible ? 1 : 0;
+    counts.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+
+    if (o.json != "-" && o.trace != "-")
+        printEvaluation(e, model, o);
+    if (!o.json.empty())
+        writeJsonOutput(resultJson({e}, model, counts), o.json);
+    if (!o.trace.empty() && e.simulation)
+        writeTrace(e, model, o.trace);
+    if (!e.feasible) {
+        std::cerr << "error: " << e.reason << "; " << wayOut(e, model, o) << '\n';
+        return kExitBadInput;
+    }
+    return kExitOk;
+}
+
+} // namespace
+
+void addSimulateCommand(CLI::App& app, CommandAction& action)
+{
+    auto o = std::make_shared<SimulateOptions>();
+    auto* cmd = app.add_subcommand("simulate",
+                                   "Predict step time, throughput, MFU and memory of one parallel "
+                                   "configuration");
+    const auto degree = CLI::Range(1, kMaxDegree);
+    cmd->add_option("--model,-m", o->model, "preset name, HF config.json, native graph .json or .onnx")->required();
+    cmd->add_option("--cluster,-c", o->cluster, "device preset (e.g. h100-sxm) or cluster .json file")->required();
+    cmd->add_option("--tp", o->tp, "tensor-parallel degree")->required()->check(degree);
+    cmd->add_option("--pp", o->pp, "pipeline-parallel degree (pipeline ranks)")->required()->check(degree);
+    cmd->add_option("--dp", o->dp, "data-parallel degree")->required()->check(degree);
+    cmd->add_option("--vpp", o->vpp, "model chunks per pipeline rank (implies --schedule interleaved)")
+        ->check(degree)
+        ->capture_default_str();
+    cmd->add_option("--cp", o->cp, "context-parallel degree")->check(degree)->capture_default_str();
+    cmd->add_option("--micro-batch", o->micro_batch, "sequences per micro-batch per data-parallel rank")
+        ->required()
+        ->check(CLI::Range(1, 1'000'000));
+    cmd->add_option("--global-batch", o->global_batch,
+                    "sequences per step; must be a multiple of dp x micro-batch (micro-batches = B / (dp x b))")
+        ->required()
+        ->check(CLI::Range(std::int64_t {1}, std::int64_t {1'000'000'000}));
+    cmd->add_option("--zero", o->zero, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters")
+        ->check(CLI::Range(0, 3))
+        ->capture_default_str();
+    cmd->add_option("--zero-ngroups", o->zero_ngroups, "shard ZeRO states within dp x cp / N ranks (hierarchical)")
+        ->check(degree)
+        ->capture_default_str();
+    cmd->add_option("--recompute", o->recompute, "activation recomputation: none, selective or full")
+        ->capture_default_str();
+    cmd->add_option("--recompute-modules", o->recompute_modules,
+                    "recompute the modules whose paths end with these suffixes, comma-separated ('ROOT' = every "
+                    "block); implies recompute=modules")
+        ->delimiter(',');
+    cmd->add_option("--ep", o->ep, "expert-parallel degree (MoE; experts spread over dp x cp ranks)")
+        ->check(degree)
+        ->capture_default_str();
+    cmd->add_flag("--sequence-parallel", o->sequence_parallel, "Megatron sequence parallelism (needs tp > 1)");
+    auto* schedule = cmd->add_option("--schedule", o->schedule, "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1")
+                         ->capture_default_str();
+    cmd->add_option("--seq-len", o->seq_len, "tokens per sequence (default: min(max positions, 4096))")
+        ->check(CLI::Range(std::int64_t {1}, std::int64_t {100'000'000}));
+    auto* nodes = cmd->add_option("--nodes", o->nodes,
+                                  "nodes in the cluster; tp x pp x dp x cp must then equal nodes x GPUs per node. "
+                                  "Default: ceil(tp x pp x dp x cp / GPUs per node), replacing a cluster file's count; "
+                                  "the last node may be "
+                                  "partial")
+                      ->check(CLI::Range(1, 100'000));
+    cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (default: the device's or cluster file's)")
+        ->check(CLI::Range(1, 1024));
+    cmd->add_option("--memory-gb", o->memory_gb, "per-GPU memory limit in GB (1e9 bytes); default: device capacity")
+        ->check(CLI::Range(1e-3, 1e6));
+    cmd->add_option("--stage-layers", o->stage_layers,
+                    "layers per pipeline chunk, comma-separated (pp x vpp counts, uneven allowed), over the model's "
+                    "layer list including embedding and head (see inspect); default: blocks split evenly")
+        ->delimiter(',');
+    cmd->add_option("--rank-order", o->rank_order, "rank order, fastest-varying first (places tp/cp/dp/pp groups)")
+        ->capture_default_str();
+    cmd->add_option("--json", o->json, "write the result JSON to this file ('-' for stdout), also when infeasible");
+    cmd->add_option("--trace", o->trace,
+                    "write the simulated timeline as a Chrome trace (Perfetto) to this file; skipped when the "
+                    "configuration is rejected before simulation");
+    cmd->footer("Exit code 2 with a one-line reason on stderr when the configuration is invalid or does not fit; "
+                "--json is still written.");
+    cmd->callback([&action, o, nodes, schedule] {
+        o->nodes_given = nodes->count() > 0;
+        o->schedule_given = schedule->count() > 0;
+        action = [o] { return runSimulate(*o); };
+    });
+}
+
+} // namespace shardscape::cli

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "shardscape/cost/cost_model.h"
+#include "shardscape/search/planner_config.h"
+#include "shardscape/support/progress.h"
+
+#include <cstdint>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+namespace shardscape {
+
+/** What to plan: a model graph (built for the sequence length; any micro-batch), a cluster and a batch. */
+struct Problem
+{
+    std::shared_ptr<const ModelGraph> graph;
+    Cluster cluster;
+    std::int64_t global_batch = 0; ///< sequences per step
+};
+
+/** Search statistics, for the log and the result JSON. */
+struct SearchCounts
+{
+    std::uint64_t candidates_total = 0; ///< configurations enumerated
+    std::uint64_t candidates_feasible = 0; ///< fitting in memory and passing the pruning rules
+    std::uint64_t simulated = 0; ///< run through the event simulator
+    double enumerate_s = 0; ///< seconds to build the candidates
+    double cost_s = 0; ///< seconds to cost them
+    double elapsed_s = 0; ///< seconds in all
+};
+
+/** Why the winner won: the runner-up (and the best of other shapes) with the difference explained. */
+struct Explanation
+{
+    std::vector<std::string> lines;
+};
+
+struct PlanResult
+{
+    std::shared_ptr<const CostModel> model;
+    std::vector<Evaluation> top; ///< feasible, best (shortest step) first, at most topk
+    /** The best infeasible configurations (lowest memory first), each with its reason, for display. */
+    std::vector<Evaluation> infeasible;
+    SearchCounts counts;
+    Explanation explanation;
+    std::vector<std::string> log; ///< MoAI-style log lines
+    bool cancelled = false;
+    /** When nothing fits: the smallest per-device peak memory any candidate needs, bytes. */
+    double min_memory_needed = 0;
+};
+
+/**
+ * Searches tp, pp, dp, cp, ep, vpp, micro-batch, micro-batches, ZeRO, recomputation and schedule within the
+ * cluster, partitions layers into stages by an exact min-max DP under per-stage memory, costs candidates in
+ * parallel and simulates the best. Synchronous and pure; deterministic whatever the thread count; returns
+ * within 100 ms of `stop` being requested (with `cancelled` set). Throws InputError for bad inputs.
+ */
+PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSink& progress, std::stop_token stop = {});
+
+/** The MoAI one-liner for a plan: "num_stages : 2, num_micro_batches : 4, batch_per_device : 1, TP 2, ..." */
+std::string selectedConfigLine(const Evaluation& evaluation);
+
+} // namespace shardscape

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shardscape {
+
+/** Alpa-style restriction of the search space (--method). */
+enum class PlanMethod : std::uint8_t
+{
+    Auto, ///< everything
+    Data, ///< data parallel only (DDP)
+    Zero2, ///< data parallel with ZeRO-2
+    Zero3, ///< data parallel with ZeRO-3 (FSDP)
+    Shard, ///< intra-op only: tp x dp (x cp), no pipeline
+    PipeShard ///< pipeline x intra-op (pp > 1)
+};
+std::string_view planMethodName(PlanMethod method);
+std::optional<PlanMethod> parsePlanMethod(std::string_view name);
+
+/**
+ * Every planner option, with nnScaler AutoDist's names and meanings (shared/research/planners.md).
+ * Loaded from JSON with exactly these keys; an unknown key, a wrong type or an out-of-range value is an
+ * InputError naming the key. Zero/empty means "search it" or "take it from the cluster" as noted.
+ */
+struct PlannerConfig
+{
+    std::string task_name = "shardscape";
+    bool consider_mem = true; ///< false: ignore the memory limit (what-if exploration)
+    double memory_constraint = 0; ///< GB (1e9 bytes) per device; 0 = the device's capacity
+    double memory_granularity = 1e6; ///< bytes; the intra-op DP's memory resolution
+    double transient_mem_coef = 2;
+    double opt_resident_coef = 6;
+    double opt_transient_coef = 0;
+    /** Module-path suffixes to recompute ("ROOT" = all); empty = search none / selective / full. */
+    std::vector<std::string> recompute_modules;
+    int zero_stage = -1; ///< -1 = search 0..3
+    int zero_ngroups = 1;
+    /** Layer names (or module prefixes) where a pipeline stage may start; empty = anywhere. */
+    std::vector<std::string> pipeline_pivots;
+    int pipeline_nstages = 0; ///< 0 = "auto"; 1 = no pipeline
+    std::string pipeline_scheduler = "auto"; ///< "auto" or gpipe, 1f1b, interleaved, zb-h1
+    double max_pipeline_bubble_ratio = 0.5; ///< prune pipelines whose closed-form bubble (p-1)/(v m) exceeds it
+    double max_pipeline_unbalance_ratio = 0.5; ///< prune when min stage time / max stage time is below it
+    int mesh_row = 0; ///< nodes; 0 = the cluster's
+    int mesh_col = 0; ///< GPUs per node; 0 = the cluster's
+    int world_size = 0; ///< 0 = mesh_row x mesh_col
+    int micro_batch_size = 0; ///< 0 = search
+    int update_freq = 0; ///< micro-batches per step; 0 = global batch / (dp x micro-batch)
+    std::string profile_dir; ///< measured profiles (empty = ~/.cache/shardscape/<device>)
+    bool parallel_profile = true;
+    bool re_profile = false;
+    int topk = 20;
+    std::string solver = "dp"; ///< intra-op sharding solver: "dp" or "ilp"
+    int nproc = 0; ///< search threads; 0 = all cores
+    std::string load_plan_path;
+    std::string save_plan_path;
+    std::string partition_constraints_path;
+    bool is_train = true;
+    bool verbose = false;
+    double ignore_small_tensor_threshold = 0; ///< bytes; smaller tensors are replicated by the intra-op solver
+    /** Not an AutoDist key: the --method restriction (set by the CLI, "method" in JSON). */
+    PlanMethod method = PlanMethod::Auto;
+    /** Not an AutoDist key: search context parallelism ("max_cp" in JSON, 1 = off). */
+    int max_cp = 8;
+
+    /** Throws InputError naming the key when a value is out of range or inconsistent. */
+    void validate() const;
+};
+
+/** Reads a planner config JSON object (keys as above). */
+PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view origin);
+PlannerConfig loadPlannerConfig(const std::filesystem::path& path);
+nlohmann::json toJson(const PlannerConfig& config);
+
+} // namespace shardscape

@@ -1,0 +1,717 @@
+// SPDX-License-Identifier: MIT
+#include "shardscape/plan/plan_file.h"
+
+#include "shardscape/model/native_json.h"
+#include "shardscape/support/atomic_file.h"
+#include "shardscape/support/error.h"
+#include "shardscape/support/json_fields.h"
+#include "shardscape/support/json_file.h"
+#include "shardscape/support/strings.h"
+#include "shardscape/support/units.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+namespace shardscape {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kClusterSchema = "shardscape.cluster/1";
+
+// Bounds far beyond any real run: they catch corrupt numbers, not ambitious users.
+constexpr std::int64_t kMaxDevices = std::int64_t {1} << 20;
+constexpr std::int64_t kMaxMicroBatch = 1'000'000;
+constexpr std::int64_t kMaxMicrobatches = std::int64_t {1} << 20;
+constexpr std::int64_t kMaxGlobalBatch = std::int64_t {1} << 62;
+constexpr std::int64_t kMaxSeqLen = 100'000'000;
+constexpr std::int64_t kMaxLayers = 1'000'000;
+constexpr std::int64_t kMaxNodes = 100'000;
+constexpr std::int64_t kMaxGpusPerNode = 1024;
+constexpr double kMaxValue = 1e30; ///< seconds, tokens/s, TFLOP/s, GB, parameters
+// The time split is derived by subtraction (busy time minus communication); allow rounding noise below zero.
+constexpr double kTimeSlack = -1e-9;
+/** Stages with more GPUs than this list them as {count, first, stride} when the ranks are evenly spaced. */
+constexpr std::size_t kMaxListedRanks = 64;
+
+const std::array<std::string_view, 4> kRankDims {"tp", "cp", "dp", "pp"};
+
+std::uint64_t fnv1a64(std::string_view data)
+{
+    std::uint64_t hash = 0xcbf29ce484222325ull;
+    for (const char c : data) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 0x100000001b3ull;
+    }
+    return hash;
+}
+
+std::string hex16(std::uint64_t value)
+{
+    std::array<char, 17> buffer {};
+    const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value, 16);
+    const std::string digits(buffer.data(), result.ptr);
+    return std::string(16 - digits.size(), '0') + digits;
+}
+
+bool isFingerprint(const std::string& text, std::string_view prefix)
+{
+    if (!startsWith(text, prefix) || text.size() != prefix.size() + 16)
+        return false;
+    return std::all_of(text.begin() + static_cast<std::ptrdiff_t>(prefix.size()), text.end(),
+                       [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+/** A per-sequence value as 12 significant digits: the division by the batch may differ in the last bit. */
+std::string perSequence(double value, double batch)
+{
+    std::array<char, 40> buffer {};
+    const auto result
+        = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value / batch, std::chars_format::general, 12);
+    return std::string(buffer.data(), result.ptr);
+}
+
+double toGB(double bytes)
+{
+    return bytes / units::kGB;
+}
+
+std::vector<std::string> splitRankOrder(const std::string& order)
+{
+    std::vector<std::string> dims;
+    std::size_t start = 0;
+    for (;;) {
+        const auto dash = order.find('-', start);
+        dims.push_back(order.substr(start, dash - start));
+        if (dash == std::string::npos)
+            break;
+        start = dash + 1;
+    }
+    return dims;
+}
+
+bool isRankOrder(const std::string& order)
+{
+    auto dims = splitRankOrder(order);
+    std::sort(dims.begin(), dims.end());
+    return dims == std::vector<std::string> {"cp", "dp", "pp", "tp"};
+}
+
+/**
+ * Global GPU ranks of pipeline rank `stage`, ascending. Ranks number the tp x cp x dp x pp grid with the first
+ * dimension of rank_order varying fastest (what CostModel::groupShape assumes).
+ */
+std::vector<std::int64_t> stageRanks(const ParallelConfig& c, int stage)
+{
+    const auto sizeOf = [&c](const std::string& dim) -> std::int64_t {
+        return dim == "tp" ? c.tp : dim == "cp" ? c.cp : dim == "dp" ? c.dp : c.pp;
+    };
+    std::vector<std::int64_t> sizes;
+    std::vector<std::int64_t> strides;
+    std::int64_t ppStride = 0;
+    std::int64_t stride = 1;
+    for (const auto& dim : splitRankOrder(c.rank_order)) {
+        if (dim == "pp") {
+            ppStride = stride;
+        } else {
+            sizes.push_back(sizeOf(dim));
+            strides.push_back(stride);
+        }
+        stride *= sizeOf(dim);
+    }
+    std::vector<std::int64_t> ranks;
+    std::vector<std::int64_t> coord(sizes.size(), 0);
+    const std::int64_t base = std::int64_t {stage} * ppStride;
+    for (;;) {
+        std::int64_t rank = base;
+        for (std::size_t d = 0; d < sizes.size(); ++d)
+            rank += coord[d] * strides[d];
+        ranks.push_back(rank);
+        std::size_t d = 0;
+        while (d < sizes.size() && ++coord[d] == sizes[d])
+            coord[d++] = 0;
+        if (d == sizes.size())
+            break;
+    }
+    std::sort(ranks.begin(), ranks.end());
+    return ranks;
+}
+
+bool evenlySpaced(const std::vector<std::int64_t>& ranks)
+{
+    for (std::size_t i = 2; i < ranks.size(); ++i)
+        if (ranks[i] - ranks[i - 1] != ranks[1] - ranks[0])
+            return false;
+    return true;
+}
+
+json ranksJson(const std::vector<std::int64_t>& ranks)
+{
+    if (ranks.size() > kMaxListedRanks && evenlySpaced(ranks))
+        return json {{"count", ranks.size()}, {"first", ranks.front()}, {"stride", ranks[1] - ranks[0]}};
+    return ranks;
+}
+
+std::string layerName(const CostModel& model, int index)
+{
+    return model.layers().at(static_cast<std::size_t>(index)).name;
+}
+
+json configJson(const ParallelConfig& c)
+{
+    return json {{"tp", c.tp},
+                 {"pp", c.pp},
+                 {"dp", c.dp},
+                 {"cp", c.cp},
+                 {"ep", c.ep},
+                 {"vpp", c.vpp},
+                 {"micro_batch", c.micro_batch},
+                 {"num_microbatches", c.num_microbatches},
+                 {"zero_stage", c.zero_stage},
+                 {"zero_ngroups", c.zero_ngroups},
+                 {"sequence_parallel", c.sequence_parallel},
+                 {"recompute", recomputeName(c.recompute)},
+                 {"recompute_modules", c.recompute_modules},
+                 {"schedule", scheduleName(c.schedule)},
+                 {"stage_layers", c.stage_layers},
+                 {"rank_order", c.rank_order}};
+}
+
+json memoryJson(const MemoryBreakdown& m)
+{
+    return json {{"weights_gb", toGB(m.weights)},         {"gradients_gb", toGB(m.gradients)},
+                 {"optimizer_gb", toGB(m.optimizer)},     {"activations_gb", toGB(m.activations)},
+                 {"transient_gb", toGB(m.transient)},     {"reserve_gb", toGB(m.reserve)}};
+}
+
+json timeJson(const TimeBreakdown& t)
+{
+    return json {{"compute_s", t.compute},       {"recompute_s", t.recompute}, {"tp_comm_s", t.tp_comm},
+                 {"other_comm_s", t.other_comm}, {"pp_bubble_s", t.pp_bubble}, {"dp_exposed_s", t.dp_exposed},
+                 {"optimizer_s", t.optimizer}};
+}
+
+// ---- reading ------------------------------------------------------------------------------------------------
+
+bool requiredBool(JsonFields& f, std::string_view key)
+{
+    if (!f.has(key))
+        f.fail(key, "required field is missing");
+    return f.boolean(key, false);
+}
+
+int intField(JsonFields& f, std::string_view key, std::int64_t min, std::int64_t max)
+{
+    return static_cast<int>(f.integer(key, min, max));
+}
+
+/** A [first, last] pair of layer indices within [0, numLayers). */
+std::pair<int, int> layerRange(JsonFields& f, std::string_view key, int numLayers)
+{
+    const json& range = f.array(key, true);
+    if (range.size() != 2 || !range[0].is_number_integer() || !range[1].is_number_integer())
+        f.fail(key, cat("expected [first, last] layer indices, got ", describeJson(range)));
+    const auto first = range[0].get<std::int64_t>();
+    const auto last = range[1].get<std::int64_t>();
+    if (first < 0 || last < first || last >= numLayers)
+        f.fail(key, cat("layer range [", first, ", ", last, "] is not within the model's ", numLayers, " layers"));
+    return {static_cast<int>(first), static_cast<int>(last)};
+}
+
+std::vector<std::string> stringList(JsonFields& f, std::string_view key, std::size_t expected)
+{
+    const json& list = f.array(key, true);
+    if (expected > 0 && list.size() != expected)
+        f.fail(key, cat("expected ", expected, " names, got ", list.size()));
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        if (!list[i].is_string() || list[i].get_ref<const std::string&>().empty())
+            f.fail(key, cat("entry ", i, " should be a non-empty name, got ", describeJson(list[i])));
+        out.push_back(list[i].get<std::string>());
+    }
+    return out;
+}
+
+ParallelConfig configFromJson(const json& doc, const std::string& origin, int numLayers)
+{
+    JsonFields f(doc, origin, "config");
+    ParallelConfig c;
+    c.tp = intField(f, "tp", 1, kMaxDevices);
+    c.pp = intField(f, "pp", 1, kMaxDevices);
+    c.dp = intField(f, "dp", 1, kMaxDevices);
+    c.cp = intField(f, "cp", 1, kMaxDevices);
+    c.ep = intField(f, "ep", 1, kMaxDevices);
+    c.vpp = intField(f, "vpp", 1, kMaxLayers);
+    c.micro_batch = intField(f, "micro_batch", 1, kMaxMicroBatch);
+    c.num_microbatches = intField(f, "num_microbatches", 1, kMaxMicrobatches);
+    c.zero_stage = intField(f, "zero_stage", 0, 3);
+    c.zero_ngroups = intField(f, "zero_ngroups", 1, kMaxDevices);
+    c.sequence_parallel = requiredBool(f, "sequence_parallel");
+    const std::string recompute = f.string("recompute");
+    const auto recomputeKind = parseRecompute(recompute);
+    if (!recomputeKind)
+        f.fail("recompute", cat("unknown recomputation '", recompute, "'"), "use none, selective, full or modules");
+    c.recompute = *recomputeKind;
+    c.recompute_modules = stringList(f, "recompute_modules", 0);
+    const std::string schedule = f.string("schedule");
+    const auto scheduleKind = parseSchedule(schedule);
+    if (!scheduleKind)
+        f.fail("schedule", cat("unknown schedule '", schedule, "'"), "use gpipe, 1f1b, interleaved or zb-h1");
+    c.schedule = *scheduleKind;
+    const json& stageLayers = f.array("stage_layers", true);
+    for (std::size_t i = 0; i < stageLayers.size(); ++i) {
+        const json& n = stageLayers[i];
+        if (!n.is_number_integer() || n.get<std::int64_t>() < 1 || n.get<std::int64_t>() > numLayers)
+            f.fail("stage_layers", cat("entry ", i, " should be a layer count in [1, ", numLayers, "], got ",
+                                       describeJson(n)));
+        c.stage_layers.push_back(n.get<int>());
+    }
+    c.rank_order = f.string("rank_order");
+    f.checkNoUnknownKeys();
+
+    // The structural rules the cost model enforces, so a hand-edited plan fails here with the key named.
+    const std::int64_t world = std::int64_t {c.tp} * c.cp * c.dp * c.pp;
+    if (std::int64_t {c.tp} * c.cp > kMaxDevices || std::int64_t {c.tp} * c.cp * c.dp > kMaxDevices
+        || world > kMaxDevices)
+        f.fail("dp", cat("tp x cp x dp x pp is over ", kMaxDevices, " GPUs"));
+    if (!isRankOrder(c.rank_order))
+        f.fail("rank_order", cat("'", c.rank_order, "' is not an order of tp, cp, dp and pp"),
+               "write the four dimensions fastest-varying first, e.g. tp-cp-dp-pp");
+    if ((c.dp * c.cp) % c.zero_ngroups)
+        f.fail("zero_ngroups", cat("value ", c.zero_ngroups, " does not divide dp x cp = ", c.dp * c.cp));
+    if ((c.dp * c.cp) % c.ep)
+        f.fail("ep", cat("value ", c.ep, " does not divide dp x cp = ", c.dp * c.cp));
+    if (c.sequence_parallel && c.tp == 1)
+        f.fail("sequence_parallel", "sequence parallelism needs tp > 1");
+    if (c.recompute == RecomputeKind::Modules && c.recompute_modules.empty())
+        f.fail("recompute_modules", "recompute by modules needs at least one module name");
+    if (std::int64_t {c.pp} * c.vpp > numLayers)
+        f.fail("vpp", cat("pp x vpp = ", std::int64_t {c.pp} * c.vpp, " chunks, but the model has ", numLayers,
+                          " layers"));
+    if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
+        f.fail("vpp", "vpp > 1 needs the interleaved schedule");
+    if (c.schedule == ScheduleKind::Interleaved1F1B) {
+        if (c.pp < 2 || c.vpp < 2)
+            f.fail("schedule", "the interleaved schedule needs pp >= 2 and vpp >= 2");
+        if (c.num_microbatches % c.pp)
+            f.fail("num_microbatches", cat("value ", c.num_microbatches,
+                                           " is not a multiple of pp (the interleaved schedule needs it)"));
+    }
+    if (!c.stage_layers.empty()) {
+        if (static_cast<std::int64_t>(c.stage_layers.size()) != std::int64_t {c.pp} * c.vpp)
+            f.fail("stage_layers", cat("has ", c.stage_layers.size(), " entries, expected pp x vpp = ", c.pp * c.vpp));
+        std::int64_t sum = 0;
+        for (const int n : c.stage_layers)
+            sum += n;
+        if (sum != numLayers)
+            f.fail("stage_layers", cat("counts sum to ", sum, ", but the model has ", numLayers, " layers"));
+    }
+    return c;
+}
+
+Cluster clusterFromJson(const json& doc, const std::string& origin)
+{
+    JsonFields f(doc, origin, "cluster");
+    const std::string schema = f.string("schema");
+    if (schema != kClusterSchema)
+        f.fail("schema", cat("unsupported schema '", schema, "'"), cat("this version reads \"", kClusterSchema, "\""));
+    Cluster cluster;
+    cluster.device = parseDeviceSpec(f.object("device"), cat(origin, ": cluster.device"));
+    cluster.nodes = intField(f, "nodes", 1, kMaxNodes);
+    cluster.gpus_per_node = intField(f, "gpus_per_node", 1, kMaxGpusPerNode);
+    f.checkNoUnknownKeys();
+    return cluster;
+}
+
+/** A number the plan writer produced from a finite prediction: finite and within [min, kMaxValue]. */
+double metric(JsonFields& f, std::string_view key, double min = 0)
+{
+    return f.number(key, min, kMaxValue);
+}
+
+MemoryBreakdown memoryFromJson(const json& doc, const std::string& origin, const std::string& path)
+{
+    JsonFields f(doc, origin, path);
+    MemoryBreakdown m;
+    m.weights = metric(f, "weights_gb") * units::kGB;
+    m.gradients = metric(f, "gradients_gb") * units::kGB;
+    m.optimizer = metric(f, "optimizer_gb") * units::kGB;
+    m.activations = metric(f, "activations_gb") * units::kGB;
+    m.transient = metric(f, "transient_gb") * units::kGB;
+    m.reserve = metric(f, "reserve_gb") * units::kGB;
+    f.checkNoUnknownKeys();
+    return m;
+}
+
+TimeBreakdown timeFromJson(const json& doc, const std::string& origin)
+{
+    JsonFields f(doc, origin, "metrics.time");
+    TimeBreakdown t;
+    t.compute = metric(f, "compute_s", kTimeSlack);
+    t.recompute = metric(f, "recompute_s", kTimeSlack);
+    t.tp_comm = metric(f, "tp_comm_s", kTimeSlack);
+    t.other_comm = metric(f, "other_comm_s", kTimeSlack);
+    t.pp_bubble = metric(f, "pp_bubble_s", kTimeSlack);
+    t.dp_exposed = metric(f, "dp_exposed_s", kTimeSlack);
+    t.optimizer = metric(f, "optimizer_s", kTimeSlack);
+    f.checkNoUnknownKeys();
+    return t;
+}
+
+/** Expands a stage's "ranks" (a list, or {count, first, stride}) into the list of global ranks. */
+std::vector<std::int64_t> ranksFromJson(JsonFields& f, std::int64_t world)
+{
+    const json* value = f.find("ranks");
+    if (!value)
+        f.fail("ranks", "required field is missing");
+    std::vector<std::int64_t> ranks;
+    if (value->is_object()) {
+        JsonFields compact(*value, f.origin(), f.pathOf("ranks"));
+        const std::int64_t count = compact.integer("count", 1, world);
+        const std::int64_t first = compact.integer("first", 0, world - 1);
+        const std::int64_t stride = compact.integer("stride", 1, world);
+        compact.checkNoUnknownKeys();
+        if (first + (count - 1) * stride >= world)
+            f.fail("ranks", cat("the last rank ", first + (count - 1) * stride, " is beyond the ", world, " GPUs"));
+        for (std::int64_t i = 0; i < count; ++i)
+            ranks.push_back(first + i * stride);
+        return ranks;
+    }
+    if (!value->is_array())
+        f.fail("ranks", cat("expected a list of GPU ranks or {count, first, stride}, got ", describeJson(*value)));
+    for (std::size_t i = 0; i < value->size(); ++i) {
+        const json& r = (*value)[i];
+        if (!r.is_number_integer() || r.get<std::int64_t>() < 0 || r.get<std::int64_t>() >= world)
+            f.fail("ranks", cat("entry ", i, " should be a GPU rank in [0, ", world - 1, "], got ", describeJson(r)));
+        ranks.push_back(r.get<std::int64_t>());
+    }
+    return ranks;
+}
+
+std::optional<LayerKind> parseLayerKind(std::string_view name)
+{
+    for (const auto kind : {LayerKind::Embedding, LayerKind::Block, LayerKind::Head, LayerKind::Other})
+        if (layerKindName(kind) == name)
+            return kind;
+    return std::nullopt;
+}
+
+} // namespace
+
+std::string modelFingerprint(const ModelGraph& graph)
+{
+    json doc = toNativeJson(graph);
+    const double batch = static_cast<double>(std::max<std::int64_t>(1, graph.batch));
+    // Identity is the architecture, not the label or the micro-batch it was built for (see the header).
+    doc.erase("batch");
+    doc.erase("name");
+    for (auto& tensor : doc["tensors"]) {
+        if (tensor.value("param", false))
+            continue;
+        auto& shape = tensor["shape"];
+        if (!shape.empty())
+            shape.erase(shape.begin());
+    }
+    for (auto& op : doc["ops"]) {
+        for (const char* key : {"flops_fwd", "flops_bwd_input", "flops_bwd_weight"})
+            op[key] = perSequence(op[key].get<double>(), batch);
+        op.erase("bytes_read");
+        op.erase("bytes_written");
+    }
+    return "model:" + hex16(fnv1a64(doc.dump()));
+}
+
+nlohmann::json planToJson(const Evaluation& chosen, const CostModel& model, const PlanFileContext& context)
+{
+    const ParallelConfig& c = chosen.config;
+    if (chosen.stages.empty() || static_cast<int>(chosen.stages.size()) != c.pp)
+        throw InputError(cat("cannot save a plan for ", c.describe(), ": it was not costed (",
+                             chosen.reason.empty() ? std::string("no stages") : chosen.reason, ")"),
+                         "choose a configuration that the simulator accepts");
+    const ModelGraph& graph = model.graph();
+    const std::int64_t configBatch = std::int64_t {c.dp} * c.micro_batch * c.num_microbatches;
+    const std::int64_t globalBatch = context.global_batch > 0 ? context.global_batch : configBatch;
+    if (globalBatch != configBatch)
+        throw InputError(cat("plan global batch ", globalBatch, " is not dp x micro_batch x num_microbatches = ",
+                             configBatch, " of ", c.describe()));
+    const std::int64_t seqLen = context.seq_len > 0 ? context.seq_len : graph.seq_len;
+    if (seqLen != graph.seq_len)
+        throw InputError(cat("plan seq_len ", seqLen, " differs from the model graph's ", graph.seq_len));
+
+    // Stages: chunk k of pipeline rank r is virtual stage k x pp + r (Megatron's looped placement).
+    const int numLayers = static_cast<int>(model.layers().size());
+    std::vector<int> stageOf(static_cast<std::size_t>(numLayers), 0);
+    std::vector<int> chunkOf(static_cast<std::size_t>(numLayers), 0);
+    auto stages = json::array();
+    auto peaks = json::array();
+    for (int r = 0; r < c.pp; ++r) {
+        const StageReport& s = chosen.stages[static_cast<std::size_t>(r)];
+        auto chunks = json::array();
+        for (std::size_t k = 0; k < s.chunks.size(); ++k) {
+            const auto [first, last] = s.chunks[k];
+            for (int l = first; l <= last; ++l) {
+                stageOf[static_cast<std::size_t>(l)] = r;
+                chunkOf[static_cast<std::size_t>(l)] = static_cast<int>(k);
+            }
+            chunks.push_back({{"virtual_stage", static_cast<int>(k) * c.pp + r},
+                              {"layers", json::array({first, last})},
+                              {"layer_names", json::array({layerName(model, first), layerName(model, last)})}});
+        }
+        stages.push_back({{"pp_rank", r},
+                          {"devices", s.devices},
+                          {"ranks", ranksJson(stageRanks(c, r))},
+                          {"chunks", std::move(chunks)},
+                          {"compute_s", s.compute},
+                          {"peak_inflight", s.peak_inflight},
+                          {"memory_gb", toGB(s.memory.total())},
+                          {"memory", memoryJson(s.memory)}});
+        peaks.push_back(toGB(s.memory.total()));
+    }
+
+    auto layers = json::array();
+    for (int l = 0; l < numLayers; ++l) {
+        const Layer& layer = model.layers()[static_cast<std::size_t>(l)];
+        const LayerCost& cost = model.layerCost(static_cast<std::size_t>(l), c);
+        layers.push_back({{"index", l},
+                          {"name", layer.name},
+                          {"kind", layerKindName(layer.kind)},
+                          {"stage", stageOf[static_cast<std::size_t>(l)]},
+                          {"chunk", chunkOf[static_cast<std::size_t>(l)]},
+                          {"tp", c.tp},
+                          {"sequence_parallel", c.sequence_parallel},
+                          {"recomputed", cost.recompute_flops > 0}});
+    }
+
+    json metrics {{"feasible", chosen.feasible},
+                  {"reason", chosen.reason},
+                  {"cost_source", chosen.cost_source},
+                  {"step_time_s", chosen.step_time},
+                  {"tokens_per_s", chosen.tokens_per_s},
+                  {"tflops_per_gpu", chosen.tflops_per_gpu},
+                  {"mfu", chosen.mfu},
+                  {"hfu", chosen.hfu},
+                  {"bubble_ratio", chosen.bubble_ratio},
+                  {"memory_limit_gb", toGB(chosen.memory_limit_bytes)},
+                  {"peak_memory_gb", std::move(peaks)},
+                  {"time", timeJson(chosen.time)}};
+
+    json modelInfo {{"name", context.model_name.empty() ? graph.name : context.model_name},
+                    {"spec", context.model_spec},
+                    {"num_layers", numLayers},
+                    {"dtype", dtypeName(graph.dtype)},
+                    {"params", graph.paramCount()}};
+
+    return json {{"schema", kPlanSchema},
+                 {"created_by", context.created_by},
+                 {"version", context.version},
+                 {"model_fingerprint", modelFingerprint(graph)},
+                 {"cluster_fingerprint", model.cluster().fingerprint()},
+                 {"global_batch", globalBatch},
+                 {"seq_len", seqLen},
+                 {"world_size", std::int64_t {c.tp} * c.cp * c.dp * c.pp},
+                 {"model", std::move(modelInfo)},
+                 {"cluster", toJson(model.cluster())},
+                 {"config", configJson(c)},
+                 {"stages", std::move(stages)},
+                 {"layers", std::move(layers)},
+                 {"metrics", std::move(metrics)}};
+}
+
+void savePlanFile(const std::filesystem::path& path, const nlohmann::json& plan)
+{
+    writeFileAtomic(path, plan.dump(2) + "\n");
+}
+
+LoadedPlan loadPlanFile(const std::filesystem::path& path)
+{
+    return planFromJson(readJsonFile(path), path.string());
+}
+
+LoadedPlan planFromJson(const nlohmann::json& doc, std::string_view originView)
+{
+    const std::string origin(originView);
+    JsonFields top(doc, origin);
+    const std::string schema = top.string("schema");
+    if (schema != kPlanSchema)
+        top.fail("schema", cat("unsupported schema '", schema, "'"), cat("this version reads \"", kPlanSchema, "\""));
+
+    LoadedPlan plan;
+    plan.created_by = top.string("created_by");
+    plan.version = top.string("version");
+    plan.model_fingerprint = top.string("model_fingerprint");
+    if (!isFingerprint(plan.model_fingerprint, "model:"))
+        top.fail("model_fingerprint", cat("'", plan.model_fingerprint, "' is not \"model:\" + 16 hex digits"));
+    plan.cluster_fingerprint = top.string("cluster_fingerprint");
+    if (!isFingerprint(plan.cluster_fingerprint, "cluster:"))
+        top.fail("cluster_fingerprint", cat("'", plan.cluster_fingerprint, "' is not \"cluster:\" + 16 hex digits"));
+    plan.global_batch = top.integer("global_batch", 1, kMaxGlobalBatch);
+    plan.seq_len = top.integer("seq_len", 1, kMaxSeqLen);
+
+    {
+        JsonFields m(top.object("model"), origin, "model");
+        plan.model_name = m.string("name");
+        plan.model_spec = m.string("spec");
+        plan.num_layers = intField(m, "num_layers", 1, kMaxLayers);
+        const std::string dtype = m.string("dtype");
+        if (!parseDType(dtype))
+            m.fail("dtype", cat("unknown dtype '", dtype, "'"));
+        metric(m, "params");
+        m.checkNoUnknownKeys();
+    }
+    plan.cluster = clusterFromJson(top.object("cluster"), origin);
+
+    ParallelConfig& c = plan.config;
+    c = configFromJson(top.object("config"), origin, plan.num_layers);
+    const std::int64_t world = std::int64_t {c.tp} * c.cp * c.dp * c.pp;
+    if (top.integer("world_size", 1, kMaxDevices) != world)
+        top.fail("world_size", cat("is not tp x cp x dp x pp = ", world));
+    const std::int64_t configBatch = std::int64_t {c.dp} * c.micro_batch * c.num_microbatches;
+    if (plan.global_batch != configBatch)
+        top.fail("global_batch", cat("value ", plan.global_batch, " is not dp x micro_batch x num_microbatches = ",
+                                     c.dp, " x ", c.micro_batch, " x ", c.num_microbatches, " = ", configBatch));
+
+    // Stages: chunk ranges must tile the layers in virtual-stage order and the ranks must follow rank_order.
+    const json& stages = top.array("stages", true);
+    if (static_cast<std::int64_t>(stages.size()) != c.pp)
+        top.fail("stages", cat("has ", stages.size(), " entries, expected one per pipeline rank (pp = ", c.pp, ")"));
+    const int chunks = c.pp * c.vpp;
+    std::vector<std::pair<int, int>> chunkRange(static_cast<std::size_t>(chunks), {-1, -1});
+    std::vector<std::array<std::string, 2>> chunkNames(static_cast<std::size_t>(chunks));
+    for (std::size_t r = 0; r < stages.size(); ++r) {
+        const std::string path = cat("stages[", r, "]");
+        JsonFields s(stages[r], origin, path);
+        if (s.integer("pp_rank", 0, c.pp - 1) != static_cast<std::int64_t>(r))
+            s.fail("pp_rank", cat("expected ", r, " (stages are listed in pipeline order)"));
+        if (s.integer("devices", 1, kMaxDevices) != std::int64_t {c.tp} * c.cp * c.dp)
+            s.fail("devices", cat("is not tp x cp x dp = ", c.tp * c.cp * c.dp));
+        if (ranksFromJson(s, world) != stageRanks(c, static_cast<int>(r)))
+            s.fail("ranks", cat("do not match rank_order '", c.rank_order, "' for pipeline rank ", r));
+        const json& list = s.array("chunks", true);
+        if (static_cast<std::int64_t>(list.size()) != c.vpp)
+            s.fail("chunks", cat("has ", list.size(), " entries, expected vpp = ", c.vpp));
+        for (std::size_t k = 0; k < list.size(); ++k) {
+            JsonFields chunk(list[k], origin, cat(path, ".chunks[", k, "]"));
+            const int virtualStage = static_cast<int>(k) * c.pp + static_cast<int>(r);
+            if (chunk.integer("virtual_stage", 0, chunks - 1) != virtualStage)
+                chunk.fail("virtual_stage", cat("expected ", virtualStage, " (chunk ", k, " of pipeline rank ", r,
+                                                " with pp = ", c.pp, ")"));
+            chunkRange[static_cast<std::size_t>(virtualStage)] = layerRange(chunk, "layers", plan.num_layers);
+            const auto names = stringList(chunk, "layer_names", 2);
+            chunkNames[static_cast<std::size_t>(virtualStage)] = {names[0], names[1]};
+            chunk.checkNoUnknownKeys();
+        }
+        plan.metrics.stage_compute_s.push_back(metric(s, "compute_s"));
+        s.integer("peak_inflight", 0, kMaxMicrobatches * kMaxLayers);
+        plan.metrics.peak_memory_gb.push_back(metric(s, "memory_gb"));
+        memoryFromJson(s.object("memory"), origin, cat(path, ".memory"));
+        s.checkNoUnknownKeys();
+    }
+    int next = 0;
+    for (int v = 0; v < chunks; ++v) {
+        const auto [first, last] = chunkRange[static_cast<std::size_t>(v)];
+        if (first != next)
+            top.fail("stages", cat("virtual stage ", v, " starts at layer ", first, ", expected ", next,
+                                   " (chunks must cover the layers in order)"));
+        plan.resolved_stage_layers.push_back(last - first + 1);
+        next = last + 1;
+    }
+    if (next != plan.num_layers)
+        top.fail("stages", cat("the chunks end at layer ", next - 1, ", but the model has ", plan.num_layers, " layers"));
+    if (!c.stage_layers.empty() && c.stage_layers != plan.resolved_stage_layers)
+        top.fail("stages", "the layers per chunk differ from config.stage_layers");
+
+    // Per-layer strategies must agree with the stages and the config.
+    const json& layers = top.array("layers", true);
+    if (static_cast<std::int64_t>(layers.size()) != plan.num_layers)
+        top.fail("layers", cat("has ", layers.size(), " entries, but model.num_layers is ", plan.num_layers));
+    for (int v = 0; v < chunks; ++v) {
+        const auto [first, last] = chunkRange[static_cast<std::size_t>(v)];
+        for (int l = first; l <= last; ++l) {
+            JsonFields f(layers[static_cast<std::size_t>(l)], origin, cat("layers[", l, "]"));
+            if (f.integer("index", 0, plan.num_layers - 1) != l)
+                f.fail("index", cat("expected ", l, " (layers are listed in model order)"));
+            const std::string name = f.string("name");
+            const auto& ends = chunkNames[static_cast<std::size_t>(v)];
+            if ((l == first && name != ends[0]) || (l == last && name != ends[1]))
+                f.fail("name", cat("'", name, "' does not match the layer_names of virtual stage ", v));
+            const std::string kind = f.string("kind");
+            if (!parseLayerKind(kind))
+                f.fail("kind", cat("unknown layer kind '", kind, "'"), "use embedding, block, head or other");
+            if (f.integer("stage", 0, c.pp - 1) != v % c.pp)
+                f.fail("stage", cat("expected ", v % c.pp, " (the pipeline rank of virtual stage ", v, ")"));
+            if (f.integer("chunk", 0, c.vpp - 1) != v / c.pp)
+                f.fail("chunk", cat("expected ", v / c.pp, " (the chunk of virtual stage ", v, " on its rank)"));
+            if (f.integer("tp", 1, kMaxDevices) != c.tp)
+                f.fail("tp", cat("expected config.tp = ", c.tp));
+            if (requiredBool(f, "sequence_parallel") != c.sequence_parallel)
+                f.fail("sequence_parallel", "differs from config.sequence_parallel");
+            requiredBool(f, "recomputed");
+            f.checkNoUnknownKeys();
+        }
+    }
+
+    {
+        JsonFields m(top.object("metrics"), origin, "metrics");
+        PlanMetrics& out = plan.metrics;
+        out.feasible = requiredBool(m, "feasible");
+        out.reason = m.string("reason");
+        if (out.feasible != out.reason.empty())
+            m.fail("reason", out.feasible ? "a feasible plan has no reason" : "an infeasible plan needs a reason");
+        out.cost_source = m.string("cost_source");
+        if (out.cost_source.empty())
+            m.fail("cost_source", "must not be empty");
+        out.step_time_s = metric(m, "step_time_s");
+        out.tokens_per_s = metric(m, "tokens_per_s");
+        out.tflops_per_gpu = metric(m, "tflops_per_gpu");
+        out.mfu = metric(m, "mfu");
+        out.hfu = metric(m, "hfu");
+        out.bubble_ratio = metric(m, "bubble_ratio"); // idle / busy time: (p - 1) / m can exceed 1
+        out.memory_limit_gb = metric(m, "memory_limit_gb");
+        const json& peaks = m.array("peak_memory_gb", true);
+        if (peaks.size() != out.peak_memory_gb.size())
+            m.fail("peak_memory_gb", cat("has ", peaks.size(), " entries, expected one per pipeline rank (", c.pp, ")"));
+        for (std::size_t r = 0; r < peaks.size(); ++r)
+            if (!peaks[r].is_number() || peaks[r].get<double>() != out.peak_memory_gb[r])
+                m.fail("peak_memory_gb", cat("entry ", r, " is ", describeJson(peaks[r]), ", but stages[", r,
+                                             "].memory_gb is ", out.peak_memory_gb[r]));
+        out.time = timeFromJson(m.object("time"), origin);
+        m.checkNoUnknownKeys();
+    }
+    top.checkNoUnknownKeys();
+    return plan;
+}
+
+std::vector<std::string> planStalenessWarnings(const LoadedPlan& plan, const CostModel& current,
+                                               std::int64_t globalBatch, std::int64_t seqLen)
+{
+    std::vector<std::string> warnings;
+    const ModelGraph& graph = current.graph();
+    const std::int64_t currentSeqLen = seqLen > 0 ? seqLen : graph.seq_len;
+    // The fingerprint covers the sequence length too; a seq_len change alone gets its own, clearer warning.
+    const std::string modelPrint = modelFingerprint(graph);
+    if (modelPrint != plan.model_fingerprint && plan.seq_len == graph.seq_len)
+        warnings.push_back(cat("plan was made for a different model (fingerprint ", plan.model_fingerprint, " vs ",
+                               modelPrint, "; '", plan.model_name, "' then, '", graph.name,
+                               "' now): re-simulating it for the current model"));
+    const std::string clusterPrint = current.cluster().fingerprint();
+    if (clusterPrint != plan.cluster_fingerprint) {
+        const auto shape = [](const Cluster& c) { return cat(c.nodes, " x ", c.gpus_per_node, " ", c.device.name); };
+        warnings.push_back(cat("plan was made for a different cluster (fingerprint ", plan.cluster_fingerprint,
+                               " vs ", clusterPrint, "; ", shape(plan.cluster), " then, ", shape(current.cluster()),
+                               " now): re-simulating it on the current cluster"));
+    }
+    if (globalBatch > 0 && globalBatch != plan.global_batch)
+        warnings.push_back(cat("plan was made for global batch ", plan.global_batch, ", now ", globalBatch,
+                               ": re-simulating it with the current global batch (its micro-batch count changes)"));
+    if (currentSeqLen != plan.seq_len)
+        warnings.push_back(cat("plan was made for seq_len ", plan.seq_len, ", now ", currentSeqLen,
+                               ": re-simulating it with the current sequence length"));
+    return warnings;
+}
+
+} // namespace shardscape

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+#include "shardscape/search/candidate_space.h"
+
+#include "shardscape/support/error.h"
+#include "shardscape/support/strings.h"
+
+#include <algorithm>
+
+namespace shardscape {
+
+namespace {
+
+std::vector<int> powersOfTwoUpTo(int limit)
+{
+    std::vector<int> out;
+    for (int v = 1; v <= limit; v *= 2)
+        out.push_back(v);
+    return out;
+}
+
+std::vector<int> divisorsOf(int n, int limit)
+{
+    std::vector<int> out;
+    for (int d = 1; d <= std::min(n, limit); ++d)
+        if (n % d == 0)
+            out.push_back(d);
+    return out;
+}
+
+int blockCount(const CostModel& model)
+{
+    int blocks = 0;
+    for (const auto& layer : model.layers())
+        blocks += layer.kind == LayerKind::Block ? 1 : 0;
+    return blocks > 0 ? blocks : static_cast<int>(model.layers().size());
+}
+
+} // namespace
+
+SearchSpace buildSearchSpace(const CostModel& model, const PlannerConfig& config, int world, int gpusPerNode,
+                             std::int64_t globalBatch)
+{
+    SearchSpace space;
+    space.world = world;
+    space.gpus_per_node = gpusPerNode;
+    space.global_batch = globalBatch;
+    const ModelGraph& graph = model.graph();
+    const PlanMethod method = config.method;
+    const bool dataOnly = method == PlanMethod::Data || method == PlanMethod::Zero2 || method == PlanMethod::Zero3;
+
+    // Tensor parallelism stays inside a node (its collectives are on the critical path of every layer).
+    for (const int tp : powersOfTwoUpTo(dataOnly ? 1 : std::min(gpusPerNode, world))) {
+        if (graph.transformer) {
+            const auto& t = *graph.transformer;
+            if (t.num_heads % tp || t.num_kv_heads % tp || t.ffn_hidden % tp)
+                continue;
+        }
+        space.tp.push_back(tp);
+    }
+    // Context parallelism pays off only for long sequences: keep chunks of at least 4k tokens.
+    for (const int cp : powersOfTwoUpTo(dataOnly ? 1 : config.max_cp))
+        if (cp == 1 || (graph.seq_len % (2 * cp) == 0 && graph.seq_len / cp >= 4096))
+            space.cp.push_back(cp);
+
+    const int layers = static_cast<int>(model.layers().size());
+    if (config.pipeline_nstages > 0) {
+        space.pp = {config.pipeline_nstages};
+    } else if (dataOnly || method == PlanMethod::Shard) {
+        space.pp = {1};
+    } else {
+        space.pp = divisorsOf(world, layers);
+        if (method == PlanMethod::PipeShard)
+            space.pp.erase(std::remove(space.pp.begin(), space.pp.end(), 1), space.pp.end());
+    }
+    if (config.micro_batch_size > 0)
+        space.micro_batch = {config.micro_batch_size};
+    else
+        space.micro_batch = powersOfTwoUpTo(64);
+
+    if (config.zero_stage >= 0)
+        space.zero = {config.zero_stage};
+    else if (method == PlanMethod::Data)
+        space.zero = {0};
+    else if (method == PlanMethod::Zero2)
+        space.zero = {2};
+    else if (method == PlanMethod::Zero3)
+        space.zero = {3};
+    else
+        space.zero = {0, 1, 2, 3};
+
+    if (!config.recompute_modules.empty()) {
+        space.recompute = {RecomputeKind::Modules};
+        space.recompute_modules = config.recompute_modules;
+    } else {
+        // Selective recomputation drops the s^2 attention scores; a flash-attention model stores none, so there
+        // it would cost time and save nothing.
+        if (graph.transformer && graph.transformer->flash_attention)
+            space.recompute = {RecomputeKind::None, RecomputeKind::Full};
+        else
+            space.recompute = {RecomputeKind::None, RecomputeKind::Selective, RecomputeKind::Full};
+    }
+
+    if (config.pipeline_scheduler == "auto") {
+        space.schedules = {ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1};
+        space.vpp_interleaved = {2, 4};
+    } else {
+        const ScheduleKind fixedSchedule = *parseSchedule(config.pipeline_scheduler);
+        if (fixedSchedule == ScheduleKind::Interleaved1F1B)
+            space.vpp_interleaved = {2, 4, 8};
+        else
+            space.schedules = {fixedSchedule};
+    }
+
+    if (graph.transformer && graph.transformer->num_experts > 1)
+        space.ep = divisorsOf(static_cast<int>(graph.transformer->num_experts), world);
+    else
+        space.ep = {1};
+
+    if (space.tp.empty() || space.pp.empty())
+        throw InputError(cat("the planner has nothing to search for ", graph.name, " on ", world, " GPUs"),
+                         "relax pipeline_nstages, --method or the mesh size");
+    return space;
+}
+
+std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const SearchSpace& space,
+                                                const PlannerConfig& config)
+{
+    std::vector<ParallelConfig> out;
+    const int blocks = blockCount(model);
+    const int layers = static_cast<int>(model.layers().size());
+    for (const int tp : space.tp) {
+        for (const int cp : space.cp) {
+            for (const int pp : space.pp) {
+                if (space.world % (tp * cp * pp))
+                    continue;
+                const int dp = space.world / (tp * cp * pp);
+                for (const int ep : space.ep) {
+                    if (ep > 1 && (dp * cp) % ep)
+                        continue;
+                    for (const int mb : space.micro_batch) {
+                        if (space.global_batch % (static_cast<std::int64_t>(dp) * mb))
+                            continue;
+                        const auto m = static_cast<int>(space.global_batch / (static_cast<std::int64_t>(dp) * mb));
+                        if (config.update_freq > 0 && m != config.update_freq)
+                            continue;
+                        // Pipelines: plain chunks with each allowed schedule, and interleaved chunks.
+                        std::vector<std::pair<ScheduleKind, int>> pipelines;
+                        if (pp == 1) {
+                            pipelines.emplace_back(ScheduleKind::OneFOneB, 1);
+                        } else {
+                            for (const auto schedule : space.schedules)
+                                pipelines.emplace_back(schedule, 1);
+                            for (const int v : space.vpp_interleaved)
+                                if (m % pp == 0 && blocks % (pp * v) == 0 && pp * v <= layers)
+                                    pipelines.emplace_back(ScheduleKind::Interleaved1F1B, v);
+                        }
+                        for (const auto& [schedule, vpp] : pipelines) {
+                            for (const int zero : space.zero) {
+                                for (const auto recompute : space.recompute) {
+                                    ParallelConfig c;
+                                    c.tp = tp;
+                                    c.cp = cp;
+                                    c.pp = pp;
+                                    c.dp = dp;
+                                    c.ep = ep;
+                                    c.vpp = vpp;
+                                    c.micro_batch = mb;
+                                    c.num_microbatches = m;
+                                    c.zero_stage = zero;
+                                    c.zero_ngroups = (dp * cp) % config.zero_ngroups == 0 ? config.zero_ngroups : 1;
+                                    c.sequence_parallel = tp > 1;
+                                    c.recompute = recompute;
+                                    c.recompute_modules = space.recompute_modules;
+                                    c.schedule = schedule;
+                                    out.push_back(std::move(c));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return out;
+}
+
+} // namespace shardscape

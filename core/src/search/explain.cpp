@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+#include "shardscape/search/explain.h"
+
+#include "shardscape/support/strings.h"
+#include "shardscape/support/units.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace shardscape {
+
+namespace {
+
+std::string seconds(double s)
+{
+    return s >= 1 ? fixed(s, 2) + " s" : fixed(s * 1e3, 1) + " ms";
+}
+
+std::string signedSeconds(double s)
+{
+    return (s >= 0 ? "+" : "-") + seconds(std::fabs(s));
+}
+
+std::string summary(const Evaluation& e)
+{
+    return cat(e.config.describe(), ": ", seconds(e.step_time), " per step, MFU ", fixed(100 * e.mfu, 1), "%, peak ",
+               fixed(e.peakMemory() / units::kGB, 1), " GB");
+}
+
+struct Family
+{
+    const char* name;
+    std::function<bool(const ParallelConfig&)> member;
+    std::function<bool(const ParallelConfig&)> differs; ///< worth mentioning only when the winner is not one
+};
+
+} // namespace
+
+std::string timeDifference(const Evaluation& chosen, const Evaluation& other)
+{
+    const std::pair<const char*, double> parts[] = {
+        {"compute", other.time.compute - chosen.time.compute},
+        {"recomputation", other.time.recompute - chosen.time.recompute},
+        {"TP communication", other.time.tp_comm - chosen.time.tp_comm},
+        {"CP/EP communication", other.time.other_comm - chosen.time.other_comm},
+        {"pipeline bubble", other.time.pp_bubble - chosen.time.pp_bubble},
+        {"exposed data-parallel sync", other.time.dp_exposed - chosen.time.dp_exposed},
+        {"optimizer step", other.time.optimizer - chosen.time.optimizer},
+    };
+    std::vector<std::pair<const char*, double>> sorted(std::begin(parts), std::end(parts));
+    std::sort(sorted.begin(), sorted.end(),
+              [](const auto& a, const auto& b) { return std::fabs(a.second) > std::fabs(b.second); });
+    std::vector<std::string> out;
+    const double floor = 0.005 * chosen.step_time;
+    for (const auto& [name, delta] : sorted)
+        if (std::fabs(delta) > floor && out.size() < 3)
+            out.push_back(cat(name, " ", signedSeconds(delta)));
+    return out.empty() ? std::string("the same time split") : join(out);
+}
+
+std::vector<std::string> explainChoice(const Evaluation& chosen, const Evaluation* runnerUp,
+                                       const std::vector<Evaluation>& alternatives)
+{
+    std::vector<std::string> lines;
+    lines.push_back("chosen: " + summary(chosen));
+    if (runnerUp) {
+        const double slower = runnerUp->step_time / chosen.step_time - 1;
+        lines.push_back(cat("runner-up: ", summary(*runnerUp), " (", fixed(100 * slower, 1),
+                            "% slower: ", timeDifference(chosen, *runnerUp), ")"));
+    } else {
+        lines.push_back("runner-up: none (no other configuration fits)");
+    }
+    const Family families[] = {
+        {"without pipelining (pp = 1)", [](const ParallelConfig& c) { return c.pp == 1; },
+         [](const ParallelConfig& c) { return c.pp > 1; }},
+        {"without tensor parallelism (tp = 1)", [](const ParallelConfig& c) { return c.tp == 1; },
+         [](const ParallelConfig& c) { return c.tp > 1; }},
+        {"pure data parallelism (tp = pp = cp = 1)",
+         [](const ParallelConfig& c) { return c.tp == 1 && c.pp == 1 && c.cp == 1; },
+         [](const ParallelConfig& c) { return c.tp > 1 || c.pp > 1 || c.cp > 1; }},
+        {"without recomputation", [](const ParallelConfig& c) { return c.recompute == RecomputeKind::None; },
+         [](const ParallelConfig& c) { return c.recompute != RecomputeKind::None; }},
+        {"without ZeRO", [](const ParallelConfig& c) { return c.zero_stage == 0; },
+         [](const ParallelConfig& c) { return c.zero_stage > 0; }},
+    };
+    for (const auto& family : families) {
+        if (!family.differs(chosen.config))
+            continue;
+        const Evaluation* bestFit = nullptr;
+        const Evaluation* leastMemory = nullptr;
+        for (const auto& e : alternatives) {
+            if (!family.member(e.config) || e.stages.empty())
+                continue;
+            if (e.feasible && (!bestFit || e.step_time < bestFit->step_time))
+                bestFit = &e;
+            if (!leastMemory || e.peakMemory() < leastMemory->peakMemory())
+                leastMemory = &e;
+        }
+        if (bestFit && runnerUp && bestFit->config.describe() == runnerUp->config.describe())
+            continue; // already said as the runner-up
+        if (bestFit) {
+            lines.push_back(cat("best ", family.name, ": ", summary(*bestFit), " (",
+                                fixed(100 * (bestFit->step_time / chosen.step_time - 1), 1),
+                                "% slower: ", timeDifference(chosen, *bestFit), ")"));
+        } else if (leastMemory) {
+            lines.push_back(cat("best ", family.name, ": does not fit: ", leastMemory->config.describe(), " needs ",
+                                fixed(leastMemory->peakMemory() / units::kGB, 1), " GB per GPU, over the ",
+                                fixed(leastMemory->memory_limit_bytes / units::kGB, 1), " GB limit"));
+        }
+    }
+    return lines;
+}
+
+} // namespace shardscape

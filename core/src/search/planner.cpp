@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: MIT
+// The search engine: enumerate, partition, cost in parallel with closed-form estimates, then simulate a
+// shortlist with the event simulator and keep the top k. Deterministic: every sort breaks ties by the
+// candidate's enumeration index, never by thread timing.
+#include "shardscape/search/planner.h"
+
+#include "shardscape/search/candidate_space.h"
+#include "shardscape/search/explain.h"
+#include "shardscape/search/stage_partition.h"
+#include "shardscape/support/error.h"
+#include "shardscape/support/strings.h"
+#include "shardscape/support/units.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+namespace shardscape {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point start)
+{
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/** Throttled, thread-safe progress: only the thread that crosses the next 0.1% step reports. */
+class ProgressCounter
+{
+public:
+    ProgressCounter(ProgressSink& sink, std::string phase, std::uint64_t total)
+        : m_sink(sink)
+        , m_phase(std::move(phase))
+        , m_total(total)
+        , m_step(std::max<std::uint64_t>(1, total / 1000))
+    {
+        m_sink.progress(m_phase, 0, m_total);
+    }
+    void advance()
+    {
+        const std::uint64_t done = ++m_done;
+        std::uint64_t next = m_next.load();
+        if (done >= next && m_next.compare_exchange_strong(next, done + m_step))
+            m_sink.progress(m_phase, done, m_total);
+    }
+    void finish() { m_sink.progress(m_phase, m_total, m_total); }
+
+private:
+    ProgressSink& m_sink;
+    std::string m_phase;
+    std::uint64_t m_total;
+    std::uint64_t m_step;
+    std::atomic<std::uint64_t> m_done {0};
+    std::atomic<std::uint64_t> m_next {0};
+};
+
+/** A candidate after the fast pass. */
+struct Scored
+{
+    std::size_t index = 0;
+    Evaluation estimate;
+    bool pruned = false; ///< dropped by a pipeline rule (bubble, balance), not by memory
+};
+
+bool faster(const Scored& a, const Scored& b)
+{
+    if (a.estimate.step_time != b.estimate.step_time)
+        return a.estimate.step_time < b.estimate.step_time;
+    return a.index < b.index;
+}
+
+std::vector<bool> pivotsFor(const CostModel& model, const std::vector<std::string>& pivots)
+{
+    const auto& layers = model.layers();
+    std::vector<bool> mayStart(layers.size(), pivots.empty());
+    mayStart[0] = true;
+    for (std::size_t i = 0; i < layers.size(); ++i)
+        for (const auto& pivot : pivots)
+            if (layers[i].name == pivot || endsWith(layers[i].name, "." + pivot)
+                || startsWith(layers[i].name, pivot + "."))
+                mayStart[i] = true;
+    return mayStart;
+}
+
+int inflightOf(ScheduleKind schedule, int stage, int stages, int microbatches)
+{
+    switch (schedule) {
+    case ScheduleKind::GPipe:
+        return microbatches;
+    case ScheduleKind::ZeroBubbleH1:
+        return std::min(microbatches, stages);
+    case ScheduleKind::OneFOneB:
+    case ScheduleKind::Interleaved1F1B:
+        break;
+    }
+    return std::min(microbatches, stages - stage);
+}
+
+double closedFormBubble(const ParallelConfig& c)
+{
+    const double bubble = static_cast<double>(c.pp - 1) / (static_cast<double>(c.vpp) * c.num_microbatches);
+    return c.schedule == ScheduleKind::ZeroBubbleH1 ? bubble / 3 : bubble;
+}
+
+struct Context
+{
+    const CostModel& model;
+    const PlannerConfig& config;
+    const Workload& workload;
+    std::vector<bool> mayStart;
+};
+
+/** Partitions (when pipelined), prunes and estimates one candidate. */
+Scored scoreCandidate(const Context& ctx, std::size_t index, ParallelConfig c)
+{
+    Scored s;
+    s.index = index;
+    if (c.pp > 1 && closedFormBubble(c) > ctx.config.max_pipeline_bubble_ratio) {
+        s.pruned = true;
+        s.estimate.config = c;
+        s.estimate.reason = cat("pipeline bubble ", fixed(closedFormBubble(c), 2), " over max_pipeline_bubble_ratio ",
+                                fixed(ctx.config.max_pipeline_bubble_ratio, 2));
+        return s;
+    }
+    const bool pivoted = std::find(ctx.mayStart.begin(), ctx.mayStart.end(), false) != ctx.mayStart.end();
+    if (c.pp > 1 && c.vpp == 1) {
+        const auto profile = ctx.model.layerProfile(c);
+        PartitionInput in;
+        in.time = profile.time;
+        in.static_bytes = profile.static_bytes;
+        in.stash_bytes = profile.stash_bytes;
+        in.transient_bytes = profile.transient_bytes;
+        in.may_start = ctx.mayStart;
+        in.fixed_bytes = ctx.model.params().runtime_reserve_bytes;
+        in.memory_limit = ctx.workload.memory_limit_bytes;
+        in.stages = c.pp;
+        for (int stage = 0; stage < c.pp; ++stage)
+            in.inflight.push_back(inflightOf(c.schedule, stage, c.pp, c.num_microbatches));
+        PartitionResult part = partitionStages(in);
+        if (!part.feasible && in.memory_limit > 0) {
+            // Nothing fits: split for time alone, so the estimate can still report the memory it needs.
+            in.memory_limit = 0;
+            part = partitionStages(in);
+        }
+        if (part.feasible) {
+            c.stage_layers = part.counts;
+            if (part.max_stage_time > 0
+                && part.min_stage_time / part.max_stage_time < ctx.config.max_pipeline_unbalance_ratio) {
+                s.pruned = true;
+                s.estimate.config = c;
+                s.estimate.reason
+                    = cat("stages unbalanced: fastest/slowest = ", fixed(part.min_stage_time / part.max_stage_time, 2),
+                          " under max_pipeline_unbalance_ratio ", fixed(ctx.config.max_pipeline_unbalance_ratio, 2));
+                return s;
+            }
+        } else if (pivoted) {
+            s.estimate.config = c;
+            s.estimate.reason = part.reason;
+            return s;
+        }
+    }
+    s.estimate = ctx.model.estimate(c, ctx.workload);
+    return s;
+}
+
+Cluster plannedCluster(const Problem& problem, const PlannerConfig& config)
+{
+    Cluster cluster = problem.cluster;
+    if (config.mesh_row > 0)
+        cluster.nodes = config.mesh_row;
+    if (config.mesh_col > 0)
+        cluster.gpus_per_node = config.mesh_col;
+    if (config.world_size > 0 && config.world_size != cluster.worldSize())
+        throw InputError(cat("world_size ", config.world_size, " does not match the cluster's ", cluster.nodes, " x ",
+                             cluster.gpus_per_node, " = ", cluster.worldSize(), " GPUs"),
+                         "set mesh_row/mesh_col to match, or drop world_size");
+    return cluster;
+}
+
+} // namespace
+
+PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSink& progress, std::stop_token stop)
+{
+    const auto start = Clock::now();
+    config.validate();
+    if (!problem.graph)
+        throw InputError("no model to plan", "load a model first");
+    if (problem.global_batch < 1)
+        throw InputError(cat("global batch must be at least 1 (got ", problem.global_batch, ")"));
+    if (!config.is_train)
+        throw InputError("inference planning (is_train: false) is not supported yet", "set is_train to true");
+
+    const Cluster cluster = plannedCluster(problem, config);
+    CostParams params;
+    params.transient_mem_coef = config.transient_mem_coef;
+    params.opt_resident_coef = config.opt_resident_coef;
+    params.opt_transient_coef = config.opt_transient_coef;
+    PlanResult result;
+    auto model = std::make_shared<const CostModel>(problem.graph, cluster, params);
+    result.model = model;
+
+    Workload workload;
+    workload.global_batch = problem.global_batch;
+    workload.seq_len = problem.graph->seq_len;
+    workload.memory_limit_bytes = !config.consider_mem ? 1e30
+        : config.memory_constraint > 0                 ? config.memory_constraint * units::kGB
+                                                       : cluster.device.memory_bytes;
+    const auto log = [&](std::string line) {
+        progress.log(line);
+        result.log.push_back(std::move(line));
+    };
+
+    // Phase 1: enumerate.
+    progress.progress("enumerating", 0, 1);
+    const SearchSpace space
+        = buildSearchSpace(*model, config, cluster.worldSize(), cluster.gpus_per_node, problem.global_batch);
+    const std::vector<ParallelConfig> candidates = enumerateCandidates(*model, space, config);
+    result.counts.candidates_total = candidates.size();
+    result.counts.enumerate_s = secondsSince(start);
+    log(cat("number of candidates : ", candidates.size()));
+    log(cat("elapsed time to build candidates : ", fixed(result.counts.enumerate_s, 3), " s"));
+    if (candidates.empty())
+        throw InputError(cat("no parallel configuration of ", cluster.worldSize(), " GPUs divides global batch ",
+                             problem.global_batch),
+                         "choose a global batch divisible by the data-parallel degrees (e.g. a power of two)");
+
+    // Phase 2: partition, prune and estimate every candidate in parallel.
+    const Context ctx {*model, config, workload, pivotsFor(*model, config.pipeline_pivots)};
+    std::vector<Scored> scored(candidates.size());
+    tbb::task_arena arena(config.nproc > 0 ? config.nproc : tbb::task_arena::automatic);
+    const auto costStart = Clock::now();
+    {
+        ProgressCounter counter(progress, "costing", candidates.size());
+        arena.execute([&] {
+            tbb::parallel_for(tbb::blocked_range<std::size_t>(0, candidates.size(), 16),
+                              [&](const tbb::blocked_range<std::size_t>& range) {
+                                  for (std::size_t i = range.begin(); i != range.end(); ++i) {
+                                      if (stop.stop_requested())
+                                          return;
+                                      scored[i] = scoreCandidate(ctx, i, candidates[i]);
+                                      counter.advance();
+                                  }
+                              });
+        });
+        if (!stop.stop_requested())
+            counter.finish();
+    }
+    if (stop.stop_requested()) {
+        result.cancelled = true;
+        result.counts.elapsed_s = secondsSince(start);
+        log("search cancelled");
+        return result;
+    }
+
+    std::vector<const Scored*> feasible;
+    std::vector<const Scored*> infeasible;
+    for (const auto& s : scored) {
+        if (s.estimate.feasible)
+            feasible.push_back(&s);
+        else if (!s.pruned && !s.estimate.stages.empty())
+            infeasible.push_back(&s);
+    }
+    result.counts.candidates_feasible = feasible.size();
+    result.counts.cost_s = secondsSince(costStart);
+    log(cat("number of feasible candidates : ", feasible.size()));
+    log(cat("elapsed time to cost candidates : ", fixed(result.counts.cost_s, 3), " s"));
+
+    std::sort(infeasible.begin(), infeasible.end(), [](const Scored* a, const Scored* b) {
+        const double ma = a->estimate.peakMemory(), mb = b->estimate.peakMemory();
+        return ma != mb ? ma < mb : a->index < b->index;
+    });
+    for (std::size_t i = 0; i < infeasible.size() && i < 10; ++i)
+        result.infeasible.push_back(infeasible[i]->estimate);
+    if (!infeasible.empty())
+        result.min_memory_needed = infeasible.front()->estimate.peakMemory();
+
+    // Phase 3: simulate a shortlist with the event simulator and keep the top k.
+    std::sort(feasible.begin(), feasible.end(), [](const Scored* a, const Scored* b) { return faster(*a, *b); });
+    const std::size_t shortlist = std::min(feasible.size(), std::max<std::size_t>(4 * config.topk, 32));
+    std::vector<Scored> simulated(shortlist);
+    {
+        ProgressCounter counter(progress, "selecting", shortlist);
+        arena.execute([&] {
+            tbb::parallel_for(std::size_t {0}, shortlist, [&](std::size_t i) {
+                if (stop.stop_requested())
+                    return;
+                simulated[i].index = feasible[i]->index;
+                simulated[i].estimate = model->evaluate(feasible[i]->estimate.config, workload, {}, stop);
+                counter.advance();
+            });
+        });
+    }
+    if (stop.stop_requested()) {
+        result.cancelled = true;
+        result.counts.elapsed_s = secondsSince(start);
+        log("search cancelled");
+        return result;
+    }
+    result.counts.simulated = shortlist;
+    // A simulated peak can exceed the estimate's (e.g. uneven chunks); only what truly fits is ranked.
+    std::vector<Scored*> ranked;
+    for (auto& s : simulated)
+        if (s.estimate.feasible)
+            ranked.push_back(&s);
+    std::sort(ranked.begin(), ranked.end(), [](const Scored* a, const Scored* b) { return faster(*a, *b); });
+    for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(config.topk); ++i)
+        result.top.push_back(ranked[i]->estimate);
+
+    if (!result.top.empty()) {
+        // Explain: the runner-up, and the best of each simpler family (simulated, so the numbers compare).
+        std::vector<Evaluation> alternatives;
+        const auto addBestOf = [&](auto member) {
+            const Scored* best = nullptr;
+            for (const auto& s : scored)
+                if (!s.pruned && !s.estimate.stages.empty() && member(s.estimate.config)
+                    && (!best || (s.estimate.feasible && !best->estimate.feasible)
+                        || (s.estimate.feasible == best->estimate.feasible
+                            && (s.estimate.feasible ? faster(s, *best)
+                                                    : s.estimate.peakMemory() < best->estimate.peakMemory()))))
+                    best = &s;
+            if (best)
+                alternatives.push_back(best->estimate.feasible
+                                           ? model->evaluate(best->estimate.config, workload, {}, stop)
+                                           : best->estimate);
+        };
+        addBestOf([](const ParallelConfig& c) { return c.pp == 1; });
+        addBestOf([](const ParallelConfig& c) { return c.tp == 1; });
+        addBestOf([](const ParallelConfig& c) { return c.tp == 1 && c.pp == 1 && c.cp == 1; });
+        addBestOf([](const ParallelConfig& c) { return c.recompute == RecomputeKind::None; });
+        addBestOf([](const ParallelConfig& c) { return c.zero_stage == 0; });
+        result.explanation.lines
+            = explainChoice(result.top.front(), result.top.size() > 1 ? &result.top[1] : nullptr, alternatives);
+        log(cat("number of simulated candidates : ", shortlist));
+        log("selected configuration : " + selectedConfigLine(result.top.front()));
+    } else {
+        log(cat("no configuration fits: the least memory any candidate needs is ",
+                fixed(result.min_memory_needed / units::kGB, 1), " GB per GPU"));
+    }
+    result.counts.elapsed_s = secondsSince(start);
+    log(cat("elapsed time to plan : ", fixed(result.counts.elapsed_s, 3), " s"));
+    return result;
+}
+
+std::string selectedConfigLine(const Evaluation& e)
+{
+    const ParallelConfig& c = e.config;
+    const int recomputation = c.recompute == RecomputeKind::None ? 0
+        : c.recompute == RecomputeKind::Selective                ? 1
+        : c.recompute == RecomputeKind::Full                     ? 2
+                                                                 : 3;
+    std::string layers;
+    for (const auto& stage : e.stages)
+        for (const auto& [first, last] : stage.chunks)
+            layers += cat(layers.empty() ? "" : " ", last - first + 1);
+    return cat("num_stages : ", c.pp, ", num_micro_batches : ", c.num_microbatches,
+               ", batch_per_device : ", c.micro_batch, ", TP ", c.tp, ", DP ", c.dp, ", CP ", c.cp, ", EP ", c.ep,
+               ", VPP ", c.vpp, ", recomputation : ", recomputation,
+               ", distribute_param : ", c.zero_stage >= 3 ? "true" : "false",
+               ", distribute_grad : ", c.zero_stage >= 2 ? "true" : "false",
+               ", distribute_optimizer : ", c.zero_stage >= 1 ? "true" : "false",
+               ", sequence_parallel : ", c.sequence_parallel ? "true" : "false",
+               ", schedule : ", scheduleName(c.pp > 1 ? c.schedule : ScheduleKind::OneFOneB), ", stage_layers : [",
+               layers, "]");
+}
+
+} // namespace shardscape

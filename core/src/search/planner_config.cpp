@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: MIT
+#include "shardscape/search/planner_config.h"
+
+#include "shardscape/sim/schedule.h"
+#include "shardscape/support/error.h"
+#include "shardscape/support/json_fields.h"
+#include "shardscape/support/json_file.h"
+#include "shardscape/support/strings.h"
+
+#include <array>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace shardscape {
+
+namespace {
+
+using nlohmann::json;
+
+struct NamedMethod
+{
+    PlanMethod method;
+    std::string_view name;
+};
+
+constexpr std::array<NamedMethod, 6> kMethodNames {{
+    {PlanMethod::Auto, "auto"},
+    {PlanMethod::Data, "data"},
+    {PlanMethod::Zero2, "zero2"},
+    {PlanMethod::Zero3, "zero3"},
+    {PlanMethod::Shard, "shard"},
+    {PlanMethod::PipeShard, "pipeshard"},
+}};
+
+// Bounds far beyond any real run; they exist so that a typo (an extra zero or two) is caught, not to limit users.
+constexpr std::int64_t kMaxDevices = std::int64_t {1} << 20;
+constexpr std::int64_t kMaxMicroBatch = 1'000'000;
+constexpr std::int64_t kMaxUpdateFreq = std::int64_t {1} << 24;
+constexpr std::int64_t kMaxTopk = 10'000;
+constexpr std::int64_t kMaxThreads = 4096;
+constexpr std::int64_t kMaxCp = 64;
+constexpr double kMaxMemoryGB = 1e6;
+constexpr double kMaxCoefficient = 1e6;
+constexpr double kMaxBytes = 1e15;
+
+constexpr std::string_view kAuto = "auto";
+constexpr const char* kScheduleHint = "use auto, gpipe, 1f1b, interleaved or zb-h1";
+constexpr const char* kMethodHint = "use auto, data, zero2, zero3, shard or pipeshard";
+
+/** Throws InputError "ORIGIN: KEY: COMPLAINT (HINT)", the same shape JsonFields uses. */
+[[noreturn]] void fail(std::string_view origin, std::string_view key, const std::string& complaint,
+                       const std::string& hint = {})
+{
+    throw InputError(cat(origin, ": ", key, ": ", complaint), hint);
+}
+
+std::string trimmed(std::string_view text)
+{
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos)
+        return {};
+    const auto last = text.find_last_not_of(" \t\r\n");
+    return std::string(text.substr(first, last - first + 1));
+}
+
+/** AutoDist accepts module lists as a JSON list or as one comma-separated string ("attn,mlp"). */
+std::vector<std::string> nameList(JsonFields& f, std::string_view key)
+{
+    const json* value = f.find(key);
+    if (!value)
+        return {};
+    std::vector<std::string> names;
+    if (value->is_string()) {
+        const std::string text = value->get<std::string>();
+        if (trimmed(text).empty())
+            return {};
+        std::size_t start = 0;
+        for (;;) {
+            const auto comma = text.find(',', start);
+            const std::string item = trimmed(std::string_view(text).substr(start, comma - start));
+            if (item.empty())
+                f.fail(key, cat("empty name in '", text, "'"), "separate names with single commas");
+            names.push_back(item);
+            if (comma == std::string::npos)
+                break;
+            start = comma + 1;
+        }
+        return names;
+    }
+    if (!value->is_array())
+        f.fail(key, cat("expected a list of names or a comma-separated string, got ", describeJson(*value)));
+    for (std::size_t i = 0; i < value->size(); ++i) {
+        const json& item = (*value)[i];
+        if (!item.is_string())
+            f.fail(key, cat("entry ", i, " should be a name, got ", describeJson(item)));
+        const std::string name = trimmed(item.get<std::string>());
+        if (name.empty())
+            f.fail(key, cat("entry ", i, " is an empty name"));
+        names.push_back(name);
+    }
+    return names;
+}
+
+/** An integer key that also accepts the string "auto", read as `autoValue`. */
+int autoOrInteger(JsonFields& f, std::string_view key, int autoValue, std::int64_t min, std::int64_t max, int fallback)
+{
+    const json* value = f.find(key);
+    if (!value)
+        return fallback;
+    if (value->is_string()) {
+        if (toLower(value->get<std::string>()) != kAuto)
+            f.fail(key, cat("expected \"auto\" or an integer in [", min, ", ", max, "], got ", describeJson(*value)));
+        return autoValue;
+    }
+    if (!value->is_number())
+        f.fail(key, cat("expected \"auto\" or an integer in [", min, ", ", max, "], got ", describeJson(*value)));
+    return static_cast<int>(f.integer(key, min, max));
+}
+
+bool isPowerOfTwo(std::int64_t n)
+{
+    return n > 0 && (n & (n - 1)) == 0;
+}
+
+void checkNumber(std::string_view origin, std::string_view key, double value, double min, double max)
+{
+    if (!std::isfinite(value) || value < min || value > max)
+        fail(origin, key, cat("value ", value, " is out of range [", min, ", ", max, "]"));
+}
+
+void checkInteger(std::string_view origin, std::string_view key, std::int64_t value, std::int64_t min, std::int64_t max)
+{
+    if (value < min || value > max)
+        fail(origin, key, cat("value ", value, " is out of range [", min, ", ", max, "]"));
+}
+
+void checkNames(std::string_view origin, std::string_view key, const std::vector<std::string>& names)
+{
+    for (std::size_t i = 0; i < names.size(); ++i)
+        if (trimmed(names[i]).empty() || names[i].find(',') != std::string::npos)
+            fail(origin, key, cat("entry ", i, " ('", names[i], "') is not a module name"));
+}
+
+/** Every range and cross-field rule; `origin` prefixes the messages (a file name or "planner config"). */
+void validateConfig(const PlannerConfig& c, std::string_view origin)
+{
+    if (trimmed(c.task_name).empty())
+        fail(origin, "task_name", "must not be empty", "name the run, e.g. \"shardscape\"");
+    checkNumber(origin, "memory_constraint", c.memory_constraint, 0.0, kMaxMemoryGB);
+    checkNumber(origin, "memory_granularity", c.memory_granularity, 1.0, kMaxBytes);
+    checkNumber(origin, "transient_mem_coef", c.transient_mem_coef, 0.0, kMaxCoefficient);
+    checkNumber(origin, "opt_resident_coef", c.opt_resident_coef, 0.0, kMaxCoefficient);
+    checkNumber(origin, "opt_transient_coef", c.opt_transient_coef, 0.0, kMaxCoefficient);
+    checkNames(origin, "recompute_modules", c.recompute_modules);
+    if (c.zero_stage != -1)
+        checkInteger(origin, "zero_stage", c.zero_stage, 0, 3);
+    checkInteger(origin, "zero_ngroups", c.zero_ngroups, 1, kMaxDevices);
+    checkNames(origin, "pipeline_pivots", c.pipeline_pivots);
+    checkInteger(origin, "pipeline_nstages", c.pipeline_nstages, 0, kMaxDevices);
+    if (c.pipeline_scheduler != kAuto && !parseSchedule(c.pipeline_scheduler))
+        fail(origin, "pipeline_scheduler", cat("unknown schedule '", c.pipeline_scheduler, "'"), kScheduleHint);
+    checkNumber(origin, "max_pipeline_bubble_ratio", c.max_pipeline_bubble_ratio, 0.0, 1.0);
+    checkNumber(origin, "max_pipeline_unbalance_ratio", c.max_pipeline_unbalance_ratio, 0.0, 1.0);
+    checkInteger(origin, "mesh_row", c.mesh_row, 0, kMaxDevices);
+    checkInteger(origin, "mesh_col", c.mesh_col, 0, kMaxDevices);
+    checkInteger(origin, "world_size", c.world_size, 0, kMaxDevices);
+    checkInteger(origin, "micro_batch_size", c.micro_batch_size, 0, kMaxMicroBatch);
+    checkInteger(origin, "update_freq", c.update_freq, 0, kMaxUpdateFreq);
+    checkInteger(origin, "topk", c.topk, 1, kMaxTopk);
+    if (c.solver != "dp" && c.solver != "ilp")
+        fail(origin, "solver", cat("unknown solver '", c.solver, "'"), "use dp or ilp");
+    checkInteger(origin, "nproc", c.nproc, 0, kMaxThreads);
+    checkNumber(origin, "ignore_small_tensor_threshold", c.ignore_small_tensor_threshold, 0.0, kMaxBytes);
+    if (planMethodName(c.method).empty())
+        fail(origin, "method", cat("unknown method #", static_cast<int>(c.method)), kMethodHint);
+    checkInteger(origin, "max_cp", c.max_cp, 1, kMaxCp);
+    if (!isPowerOfTwo(c.max_cp))
+        fail(origin, "max_cp", cat("value ", c.max_cp, " is not a power of two"), "use 1, 2, 4, 8, 16, 32 or 64");
+
+    // Cross-field consistency.
+    if (c.mesh_row > 0 && c.mesh_col > 0 && c.world_size > 0
+        && static_cast<std::int64_t>(c.mesh_row) * c.mesh_col != c.world_size)
+        fail(origin, "world_size",
+             cat("value ", c.world_size, " is not mesh_row x mesh_col = ", c.mesh_row, " x ", c.mesh_col, " = ",
+                 static_cast<std::int64_t>(c.mesh_row) * c.mesh_col),
+             "drop world_size (it defaults to mesh_row x mesh_col) or fix the mesh");
+    const std::int64_t knownWorld = c.world_size > 0 ? c.world_size
+        : c.mesh_row > 0 && c.mesh_col > 0           ? static_cast<std::int64_t>(c.mesh_row) * c.mesh_col
+                                                     : 0;
+    if (knownWorld > 0 && c.pipeline_nstages > knownWorld)
+        fail(origin, "pipeline_nstages",
+             cat("value ", c.pipeline_nstages, " is more stages than the ", knownWorld, " GPUs of the mesh"),
+             "use \"auto\" or at most one stage per GPU");
+    if (c.zero_ngroups > 1 && c.zero_stage == 0)
+        fail(origin, "zero_ngroups", cat("value ", c.zero_ngroups, " needs ZeRO, but zero_stage is 0"),
+             "set zero_stage to \"auto\" or 1..3, or zero_ngroups to 1");
+    if (knownWorld > 0 && c.zero_ngroups > knownWorld)
+        fail(origin, "zero_ngroups", cat("value ", c.zero_ngroups, " is more groups than the ", knownWorld, " GPUs"));
+
+    const bool noPipeline = c.method == PlanMethod::Data || c.method == PlanMethod::Zero2
+        || c.method == PlanMethod::Zero3 || c.method == PlanMethod::Shard;
+    if (noPipeline && c.pipeline_nstages > 1)
+        fail(origin, "pipeline_nstages",
+             cat("value ", c.pipeline_nstages, " contradicts method '", planMethodName(c.method),
+                 "', which plans without a pipeline"),
+             "use method pipeshard or auto, or pipeline_nstages \"auto\" or 1");
+    if (c.method == PlanMethod::PipeShard && c.pipeline_nstages == 1)
+        fail(origin, "pipeline_nstages", "value 1 contradicts method 'pipeshard', which needs a pipeline",
+             "use pipeline_nstages \"auto\" or 2 or more, or method shard");
+    const int methodZero = c.method == PlanMethod::Data ? 0
+        : c.method == PlanMethod::Zero2                 ? 2
+        : c.method == PlanMethod::Zero3                 ? 3
+                                                        : -1;
+    if (methodZero >= 0 && c.zero_stage >= 0 && c.zero_stage != methodZero)
+        fail(origin, "zero_stage",
+             cat("value ", c.zero_stage, " contradicts method '", planMethodName(c.method), "' (ZeRO stage ",
+                 methodZero, ")"),
+             cat("use zero_stage \"auto\" or ", methodZero, ", or another method"));
+}
+
+} // namespace
+
+std::string_view planMethodName(PlanMethod method)
+{
+    for (const auto& entry : kMethodNames)
+        if (entry.method == method)
+            return entry.name;
+    return {};
+}
+
+std::optional<PlanMethod> parsePlanMethod(std::string_view name)
+{
+    const std::string lower = toLower(name);
+    for (const auto& entry : kMethodNames)
+        if (entry.name == lower)
+            return entry.method;
+    return std::nullopt;
+}
+
+void PlannerConfig::validate() const
+{
+    validateConfig(*this, "planner config");
+}
+
+PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view originView)
+{
+    const std::string origin(originView);
+    JsonFields f(doc, origin);
+    PlannerConfig c;
+    const auto number = [&f](std::string_view key, double min, double max, double fallback) {
+        return f.optNumber(key, min, max).value_or(fallback);
+    };
+    const auto integer = [&f](std::string_view key, std::int64_t min, std::int64_t max, int fallback) {
+        return static_cast<int>(f.optInteger(key, min, max).value_or(fallback));
+    };
+
+    c.task_name = f.optString("task_name").value_or(c.task_name);
+    c.consider_mem = f.boolean("consider_mem", c.consider_mem);
+    c.memory_constraint = number("memory_constraint", 0.0, kMaxMemoryGB, c.memory_constraint);
+    c.memory_granularity = number("memory_granularity", 1.0, kMaxBytes, c.memory_granularity);
+    c.transient_mem_coef = number("transient_mem_coef", 0.0, kMaxCoefficient, c.transient_mem_coef);
+    c.opt_resident_coef = number("opt_resident_coef", 0.0, kMaxCoefficient, c.opt_resident_coef);
+    c.opt_transient_coef = number("opt_transient_coef", 0.0, kMaxCoefficient, c.opt_transient_coef);
+    c.recompute_modules = nameList(f, "recompute_modules");
+    c.zero_stage = autoOrInteger(f, "zero_stage", -1, 0, 3, c.zero_stage);
+    c.zero_ngroups = integer("zero_ngroups", 1, kMaxDevices, c.zero_ngroups);
+    c.pipeline_pivots = nameList(f, "pipeline_pivots");
+    c.pipeline_nstages = autoOrInteger(f, "pipeline_nstages", 0, 1, kMaxDevices, c.pipeline_nstages);
+    if (const auto scheduler = f.optString("pipeline_scheduler")) {
+        if (toLower(*scheduler) == kAuto) {
+            c.pipeline_scheduler = std::string(kAuto);
+        } else if (const auto kind = parseSchedule(*scheduler)) {
+            c.pipeline_scheduler = std::string(scheduleName(*kind));
+        } else {
+            f.fail("pipeline_scheduler", cat("unknown schedule '", *scheduler, "'"), kScheduleHint);
+        }
+    }
+    c.max_pipeline_bubble_ratio = number("max_pipeline_bubble_ratio", 0.0, 1.0, c.max_pipeline_bubble_ratio);
+    c.max_pipeline_unbalance_ratio = number("max_pipeline_unbalance_ratio", 0.0, 1.0, c.max_pipeline_unbalance_ratio);
+    c.mesh_row = integer("mesh_row", 0, kMaxDevices, c.mesh_row);
+    c.mesh_col = integer("mesh_col", 0, kMaxDevices, c.mesh_col);
+    c.world_size = integer("world_size", 0, kMaxDevices, c.world_size);
+    c.micro_batch_size = integer("micro_batch_size", 0, kMaxMicroBatch, c.micro_batch_size);
+    c.update_freq = integer("update_freq", 0, kMaxUpdateFreq, c.update_freq);
+    c.profile_dir = f.optString("profile_dir").value_or(c.profile_dir);
+    c.parallel_profile = f.boolean("parallel_profile", c.parallel_profile);
+    c.re_profile = f.boolean("re_profile", c.re_profile);
+    c.topk = integer("topk", 1, kMaxTopk, c.topk);
+    if (const auto solver = f.optString("solver")) {
+        const std::string lower = toLower(*solver);
+        if (lower != "dp" && lower != "ilp")
+            f.fail("solver", cat("unknown solver '", *solver, "'"), "use dp or ilp");
+        c.solver = lower;
+    }
+    c.nproc = integer("nproc", 0, kMaxThreads, c.nproc);
+    c.load_plan_path = f.optString("load_plan_path").value_or(c.load_plan_path);
+    c.save_plan_path = f.optString("save_plan_path").value_or(c.save_plan_path);
+    c.partition_constraints_path = f.optString("partition_constraints_path").value_or(c.partition_constraints_path);
+    c.is_train = f.boolean("is_train", c.is_train);
+    c.verbose = f.boolean("verbose", c.verbose);
+    c.ignore_small_tensor_threshold
+        = number("ignore_small_tensor_threshold", 0.0, kMaxBytes, c.ignore_small_tensor_threshold);
+    if (const auto method = f.optString("method")) {
+        const auto parsed = parsePlanMethod(*method);
+        if (!parsed)
+            f.fail("method", cat("unknown method '", *method, "'"), kMethodHint);
+        c.method = *parsed;
+    }
+    c.max_cp = integer("max_cp", 1, kMaxCp, c.max_cp);
+    f.checkNoUnknownKeys();
+    validateConfig(c, origin);
+    return c;
+}
+
+PlannerConfig loadPlannerConfig(const std::filesystem::path& path)
+{
+    return plannerConfigFromJson(readJsonFile(path), path.string());
+}
+
+nlohmann::json toJson(const PlannerConfig& c)
+{
+    return json {{"task_name", c.task_name},
+                 {"consider_mem", c.consider_mem},
+                 {"memory_constraint", c.memory_constraint},
+                 {"memory_granularity", c.memory_granularity},
+                 {"transient_mem_coef", c.transient_mem_coef},
+                 {"opt_resident_coef", c.opt_resident_coef},
+                 {"opt_transient_coef", c.opt_transient_coef},
+                 {"recompute_modules", c.recompute_modules},
+                 {"zero_stage", c.zero_stage < 0 ? json(kAuto) : json(c.zero_stage)},
+                 {"zero_ngroups", c.zero_ngroups},
+                 {"pipeline_pivots", c.pipeline_pivots},
+                 {"pipeline_nstages", c.pipeline_nstages == 0 ? json(kAuto) : json(c.pipeline_nstages)},
+                 {"pipeline_scheduler", c.pipeline_scheduler},
+                 {"max_pipeline_bubble_ratio", c.max_pipeline_bubble_ratio},
+                 {"max_pipeline_unbalance_ratio", c.max_pipeline_unbalance_ratio},
+                 {"mesh_row", c.mesh_row},
+                 {"mesh_col", c.mesh_col},
+                 {"world_size", c.world_size},
+                 {"micro_batch_size", c.micro_batch_size},
+                 {"update_freq", c.update_freq},
+                 {"profile_dir", c.profile_dir},
+                 {"parallel_profile", c.parallel_profile},
+                 {"re_profile", c.re_profile},
+                 {"topk", c.topk},
+                 {"solver", c.solver},
+                 {"nproc", c.nproc},
+                 {"load_plan_path", c.load_plan_path},
+                 {"save_plan_path", c.save_plan_path},
+                 {"partition_constraints_path", c.partition_constraints_path},
+                 {"is_train", c.is_train},
+                 {"verbose", c.verbose},
+                 {"ignore_small_tensor_threshold", c.ignore_small_tensor_threshold},
+                 {"method", planMethodName(c.method)},
+                 {"max_cp", c.max_cp}};
+}
+
+} // namespace shardscape

@@ -1,0 +1,640 @@
+// SPDX-License-Identifier: MIT
+// Turns one row of tests/data/published_configs.json (a published, measured training run) into the model,
+// cluster and ParallelConfig the cost model evaluates, and converts the prediction into the row's own
+// throughput metric. Shared by tests/bench/bench_calibration and tests/core/tst_calibration.
+//
+// Every value the row leaves null is filled by ONE rule per series, written down here next to its source
+// (see also tests/bench/calibration_results.md). Nothing in this file is tuned to make a row fit: there are
+// no per-row factors, and the only per-row data not in the JSON is the micro-batch and interleaving of the
+// Megatron SC'21 Table 1 rows, read from the authors' own reproduction script.
+#pragma once
+
+#include "shardscape/cost/cost_model.h"
+#include "shardscape/hardware/cluster.h"
+#include "shardscape/model/hf_config.h"
+#include "shardscape/support/strings.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace shardscape::calibration {
+
+/** The throughput metric a series publishes, each with the source's own FLOP-counting formula. */
+enum class Metric : std::uint8_t
+{
+    /** TFLOP/s per GPU, F = 96 B s l h^2 (1 + s/6h + V/16lh): Megatron SC'21, BLOOM's throughput_calculator and
+        GPT-NeoX's get_flops (4 passes: the formula assumes full recomputation). */
+    TflopsMegatron4Pass,
+    /** TFLOP/s per GPU, Megatron-Core's num_floating_point_operations: 12 B s l h^2 [(1 + g/a + s/h) q/h +
+        (f/h) glu + V/(2lh)], 3 passes, full (non-causal) attention. */
+    TflopsMegatronCore,
+    /** torchtitan's tokens per second per GPU: global tokens / (step time x GPUs). */
+    TokensPerSecondPerGpu,
+    /** llm-foundry's MFU in percent: (6 N s + 12 L d s^2) x sequences/s / (GPUs x peak), N = all parameters. */
+    MptMfuPercent,
+};
+
+inline const char* metricName(Metric metric)
+{
+    switch (metric) {
+    case Metric::TflopsMegatron4Pass:
+        return "TFLOP/s/GPU (96Bslh^2 formula)";
+    case Metric::TflopsMegatronCore:
+        return "TFLOP/s/GPU (Megatron-Core formula)";
+    case Metric::TokensPerSecondPerGpu:
+        return "tokens/s/GPU";
+    case Metric::MptMfuPercent:
+        break;
+    }
+    return "MFU % (llm-foundry formula)";
+}
+
+/** One row, converted. `simulable` false means `reason` says which essential is missing. */
+struct Case
+{
+    std::string id;
+    std::string series;
+    std::string model;
+    int gpus = 0;
+    bool simulable = false;
+    std::string reason; ///< why the row cannot be simulated
+    std::vector<std::string> assumptions; ///< every null filled and every rule applied, for the report
+    std::vector<std::string> caveats; ///< known causes of error the cost model does not represent
+
+    TransformerShape shape;
+    DType dtype = DType::BF16;
+    std::int64_t seq_len = 0;
+    std::string device; ///< device preset
+    int gpus_per_node = 8;
+    double inter_node_bandwidth = 0; ///< bytes/s per GPU per direction when the row states its NICs; 0 = preset
+    ParallelConfig config;
+    std::int64_t global_batch = 0; ///< sequences per step as simulated (dp x micro-batch x micro-batches)
+
+    Metric metric = Metric::TflopsMegatron4Pass;
+    double published = 0; ///< the row's figure in `metric`
+    double metric_peak = 0; ///< FLOP/s the source divides by (MFU metrics)
+};
+
+/** A prediction in the row's metric, with the evaluation behind it. */
+struct Prediction
+{
+    double value = 0;
+    double relative_error = 0; ///< (predicted - published) / published
+    double model_params = 0; ///< unique parameters of the built graph
+    Evaluation evaluation;
+};
+
+namespace detail {
+
+using nlohmann::json;
+
+inline bool isNull(const json& row, const char* key)
+{
+    const auto it = row.find(key);
+    return it == row.end() || it->is_null();
+}
+
+inline std::optional<std::int64_t> optInt(const json& row, const char* key)
+{
+    if (isNull(row, key))
+        return std::nullopt;
+    return row.at(key).get<std::int64_t>();
+}
+
+inline std::optional<double> optNumber(const json& row, const char* key)
+{
+    if (isNull(row, key))
+        return std::nullopt;
+    return row.at(key).get<double>();
+}
+
+inline std::string text(const json& row, const char* key)
+{
+    return isNull(row, key) ? std::string() : row.at(key).get<std::string>();
+}
+
+inline bool contains(const std::string& haystack, std::string_view needle)
+{
+    return haystack.find(needle) != std::string::npos;
+}
+
+/** Per-series architecture and framework conventions (the rows state only the shape). */
+struct SeriesRules
+{
+    bool llama = false; ///< torchtitan Llama: SwiGLU, RMSNorm, rotary, separate q/k/v; else GPT: GELU 4h, LayerNorm
+    bool tied = false;
+    bool learned_positions = false;
+    bool flash = true;
+    double dropout = 0;
+    Metric metric = Metric::TflopsMegatron4Pass;
+    int default_zero = 0;
+    bool sp_with_tp = false; ///< sequence parallelism whenever tp > 1 (when the row leaves it null)
+    std::string note;
+};
+
+inline std::optional<SeriesRules> seriesRules(const std::string& series)
+{
+    SeriesRules r;
+    if (series == "megatron_ptdp_sc21_table1") {
+        // GPT-3 style (Megatron-LM 2021): tied embeddings (the paper's parameter formula), learned positions,
+        // no fused attention (2021), Megatron's default hidden/attention dropout 0.1, no distributed optimizer.
+        r.tied = true;
+        r.learned_positions = true;
+        r.flash = false;
+        r.dropout = 0.1;
+        r.metric = Metric::TflopsMegatron4Pass;
+        r.note = "GPT (Megatron-LM 2021): GELU 4h, LayerNorm, learned positions, tied embeddings, unfused "
+                 "attention, dropout 0.1";
+        return r;
+    }
+    if (series == "megatron_lm_readme_h100_weak_scaling_2024") {
+        // Untied embeddings: the labelled sizes (1.7B, 7.1B) are 12lh^2 + 2Vh. The README runs with
+        // --overlap-grad-reduce --overlap-param-gather (distributed optimizer = ZeRO-1) and --tp-comm-overlap,
+        // which Megatron only allows with --sequence-parallel.
+        r.tied = false;
+        r.learned_positions = true;
+        r.flash = true;
+        r.dropout = 0.1;
+        r.metric = Metric::TflopsMegatronCore;
+        r.default_zero = 1;
+        r.sp_with_tp = true;
+        r.note = "GPT (Megatron-Core 2024): GELU 4h, LayerNorm, learned positions, untied embeddings, fused "
+                 "attention, dropout 0.1, distributed optimizer (ZeRO-1), SP with TP";
+        return r;
+    }
+    if (series == "bloom_176b_production") {
+        // tr11-176B-ml.slurm: ALiBi (no position table), no dropout flags (Megatron-DeepSpeed defaults 0.1),
+        // tied embeddings, Megatron fused softmax (no flash attention in 2022).
+        r.tied = true;
+        r.learned_positions = false;
+        r.flash = false;
+        r.dropout = 0.1;
+        r.metric = Metric::TflopsMegatron4Pass;
+        r.note = "BLOOM: GELU 4h, LayerNorm, ALiBi (costed as rotary), tied embeddings, unfused attention, dropout 0.1";
+        return r;
+    }
+    if (series == "gpt_neox_20b_production") {
+        // configs/20B.yml: no-weight-tying, rotary, hidden/attention dropout 0, fused softmax (2022).
+        r.tied = false;
+        r.learned_positions = false;
+        r.flash = false;
+        r.dropout = 0;
+        r.metric = Metric::TflopsMegatron4Pass;
+        r.note = "GPT-NeoX-20B: GELU 4h, LayerNorm, rotary, untied, unfused attention, no dropout; "
+                 "parallel residual costed as sequential (same FLOPs)";
+        return r;
+    }
+    if (series == "torchtitan_docs_performance_2024_08" || series == "torchtitan_benchmark_h100_2024_12") {
+        r.llama = true;
+        r.tied = false;
+        r.learned_positions = false;
+        r.flash = true;
+        r.dropout = 0;
+        r.metric = Metric::TokensPerSecondPerGpu;
+        r.default_zero = 3; // FSDP2 fully shards parameters, gradients and optimizer states
+        r.sp_with_tp = true; // torchtitan's TP plan shards the norms over the sequence (SequenceParallel)
+        r.note = "Llama (torchtitan): SwiGLU, RMSNorm, rotary, GQA, untied, SDPA flash attention, FSDP2 = ZeRO-3";
+        return r;
+    }
+    if (series == "mosaicml_llm_foundry_mpt_benchmarks") {
+        // MPT benchmark yamls: learned positions (the row notes: NumParams varies with seq len), tied
+        // embeddings, flash/triton attention, dropout 0, FSDP FULL_SHARD.
+        r.tied = true;
+        r.learned_positions = true;
+        r.flash = true;
+        r.dropout = 0;
+        r.metric = Metric::MptMfuPercent;
+        r.default_zero = 3;
+        r.note = "MPT: GELU 4h, LayerNorm, learned positions (benchmark configs), tied, flash attention, no "
+                 "dropout (linear biases kept: MPT has none, a negligible difference)";
+        return r;
+    }
+    return std::nullopt;
+}
+
+/**
+ * Vocabulary sizes for the rows that leave vocab_size null: the tokenizer of the model family, not a
+ * per-row choice. Llama 2: 32,000 (Meta's tokenizer; resources/models/llama2-*.json). GPT-NeoX-20B: 50,432
+ * (20B_tokenizer.json padded, HF EleutherAI/gpt-neox-20b config.json).
+ */
+inline std::optional<std::int64_t> familyVocab(const std::string& model)
+{
+    if (startsWith(model, "Llama-2") || startsWith(model, "Llama 2") || startsWith(model, "Llama2"))
+        return 32000;
+    if (startsWith(model, "GPT-NeoX-20B"))
+        return 50432;
+    return std::nullopt;
+}
+
+/** Megatron-LM examples/sc21/run_table_1.sh (the authors' script for Table 1): MBS and layers per virtual stage. */
+struct Sc21Script
+{
+    double billions;
+    int micro_batch;
+    int layers_per_virtual_stage; ///< 0 = no interleaving
+};
+inline constexpr Sc21Script kSc21Table1[] = {
+    {1.7, 16, 0}, {3.6, 16, 0}, {7.5, 16, 0}, {18.4, 8, 0}, {39.1, 4, 0},
+    {76.1, 2, 5}, {145.6, 2, 5}, {310.1, 1, 3}, {529.6, 1, 1}, {1008.0, 1, 0},
+};
+
+/** The device preset a row's gpu_type names. */
+inline std::optional<std::string> devicePresetFor(const std::string& gpuType)
+{
+    if (contains(gpuType, "A100")) {
+        if (contains(gpuType, "40"))
+            return std::string("a100-40g");
+        if (contains(gpuType, "80"))
+            return std::string("a100-80g");
+        return std::nullopt;
+    }
+    // Every H100 row is an SXM part (the MFU/TFLOP ratios imply the 989 TFLOP/s SXM peak), including
+    // torchtitan's 96 GB HBM2e parts capped at 500 W (a caveat, not a different preset).
+    if (contains(gpuType, "H100"))
+        return std::string("h100-sxm");
+    return std::nullopt;
+}
+
+/**
+ * Scale-out bandwidth per GPU when the row names fewer NICs per node than one per GPU (the presets assume
+ * one HDR/NDR NIC per GPU, as DGX nodes have): "4 OPA links per node" (Omni-Path, 100 Gb/s each) and
+ * "4 ConnectX-6 HCAs" (HDR InfiniBand, 200 Gb/s each). Bytes/s per direction, 0 when the preset applies.
+ */
+inline double statedInterNodeBandwidth(const std::string& interconnect, int gpusPerNode)
+{
+    static const std::regex opa(R"((\d+)\s+OPA links? per node)");
+    static const std::regex cx6(R"((\d+)\s+ConnectX-6 HCAs?)");
+    std::smatch m;
+    double gbitPerNode = 0;
+    if (std::regex_search(interconnect, m, opa))
+        gbitPerNode = std::stod(m[1].str()) * 100;
+    else if (std::regex_search(interconnect, m, cx6))
+        gbitPerNode = std::stod(m[1].str()) * 200;
+    return gbitPerNode > 0 ? gbitPerNode / 8 * 1e9 / gpusPerNode : 0;
+}
+
+/** torchtitan's per-op selective AC (selective_ac_option = 'op', the llama3 toml default in 2024): saves mm and
+    SDPA outputs except every second mm (wk, wo, w3 of each block), recomputes everything else. */
+inline std::vector<std::string> torchtitanPerOpModules()
+{
+    return {"input_layernorm", "post_attention_layernorm", "self_attn.rotary", "self_attn.k_proj",
+            "self_attn.o_proj", "mlp.act",           "mlp.up_proj"};
+}
+
+/** torchtitan's per-layer selective AC (selective_ac_option = '2'): every second block fully recomputed. */
+inline std::vector<std::string> torchtitanPerLayerModules(std::int64_t layers)
+{
+    std::vector<std::string> blocks;
+    for (std::int64_t i = 1; i < layers; i += 2)
+        blocks.push_back(cat("model.layers.", i));
+    return blocks;
+}
+
+} // namespace detail
+
+/** Converts one JSON row; never throws for a well-formed row (problems land in Case::reason). */
+inline Case makeCase(const nlohmann::json& row)
+{
+    using namespace detail;
+    Case c;
+    c.id = text(row, "id");
+    c.series = text(row, "series");
+    c.model = text(row, "model_name");
+    c.gpus = static_cast<int>(optInt(row, "num_gpus").value_or(0));
+
+    const auto rules = seriesRules(c.series);
+    if (!rules) {
+        c.reason = cat("no conversion rules for series '", c.series, "'");
+        return c;
+    }
+    c.metric = rules->metric;
+    c.assumptions.push_back(rules->note);
+
+    // --- what has to be there -------------------------------------------------------------------------------
+    std::vector<std::string> missing;
+    for (const char* key : {"num_layers", "hidden_size", "num_attention_heads", "seq_length", "num_gpus"})
+        if (isNull(row, key))
+            missing.push_back(key);
+    if (isNull(row, "global_batch_size"))
+        missing.push_back("global_batch_size");
+    const bool ppUnknown = isNull(row, "pipeline_parallel") && isNull(row, "model_parallel_size");
+    if (ppUnknown && !c.series.starts_with("torchtitan") && !c.series.starts_with("mosaicml"))
+        missing.push_back("pipeline_parallel");
+    if (c.series == "opt_175b_production")
+        missing.push_back("metric definition ('up to' a peak, counting method not stated)");
+    if (!missing.empty()) {
+        c.reason = cat("not stated: ", join(missing));
+        return c;
+    }
+
+    // --- the model --------------------------------------------------------------------------------------------
+    TransformerShape& t = c.shape;
+    t.family = rules->llama ? "llama" : "gpt2";
+    t.hidden = *optInt(row, "hidden_size");
+    t.num_layers = *optInt(row, "num_layers");
+    t.num_heads = *optInt(row, "num_attention_heads");
+    t.head_dim = t.hidden / t.num_heads;
+    if (const auto kv = optInt(row, "num_kv_heads")) {
+        t.num_kv_heads = *kv;
+    } else {
+        t.num_kv_heads = t.num_heads;
+        c.assumptions.push_back("num_kv_heads null: multi-head attention (kv heads = heads)");
+    }
+    if (const auto ffn = optInt(row, "ffn_hidden_size")) {
+        t.ffn_hidden = *ffn;
+    } else if (!rules->llama) {
+        t.ffn_hidden = 4 * t.hidden;
+        c.assumptions.push_back("ffn_hidden_size null: 4h (standard GPT, data README)");
+    } else {
+        c.reason = "not stated: ffn_hidden_size (Llama)";
+        return c;
+    }
+    if (const auto vocab = optInt(row, "vocab_size")) {
+        t.vocab = *vocab;
+    } else if (const auto family = familyVocab(c.model)) {
+        t.vocab = *family;
+        c.assumptions.push_back(cat("vocab_size null: ", *family, " (the model family's tokenizer)"));
+    } else {
+        c.reason = "not stated: vocab_size";
+        return c;
+    }
+    c.seq_len = *optInt(row, "seq_length");
+    t.max_positions = c.seq_len;
+    t.gated_mlp = rules->llama;
+    t.norm = rules->llama ? "rmsnorm" : "layernorm";
+    t.tied_embeddings = rules->tied;
+    t.learned_positions = rules->learned_positions;
+    t.flash_attention = rules->flash;
+    t.dropout = rules->dropout;
+    const std::string precision = toLower(text(row, "precision"));
+    c.dtype = contains(precision, "fp16") && !contains(precision, "bf16") ? DType::F16 : DType::BF16;
+    if (contains(precision, "float8") || contains(precision, "fp8"))
+        c.caveats.push_back("Float8 linears (costed as BF16: predicts too low)");
+
+    // --- the cluster ------------------------------------------------------------------------------------------
+    const std::string gpuType = text(row, "gpu_type");
+    const auto device = devicePresetFor(gpuType);
+    if (!device) {
+        c.reason = cat("no device preset for gpu_type '", gpuType, "'");
+        return c;
+    }
+    c.device = *device;
+    if (const auto gpn = optInt(row, "gpus_per_node")) {
+        c.gpus_per_node = static_cast<int>(*gpn);
+    } else {
+        c.gpus_per_node = 8;
+        c.assumptions.push_back("gpus_per_node null: 8");
+    }
+    if (contains(gpuType, "500W") || contains(gpuType, "500 W") || contains(gpuType, "lower-TDP")
+        || contains(text(row, "interconnect"), "500W power limit"))
+        c.caveats.push_back("H100 96 GB HBM2e at a 500 W power cap, costed as a 700 W H100 SXM (predicts too high)");
+    c.inter_node_bandwidth = statedInterNodeBandwidth(text(row, "interconnect"), c.gpus_per_node);
+    if (c.inter_node_bandwidth > 0)
+        c.assumptions.push_back(cat("inter-node bandwidth from the stated NICs: ", fixed(c.inter_node_bandwidth / 1e9, 2),
+                                    " GB/s per GPU"));
+
+    // --- the parallel configuration ---------------------------------------------------------------------------
+    ParallelConfig& p = c.config;
+    p.tp = static_cast<int>(optInt(row, "tensor_parallel").value_or(1));
+    p.pp = static_cast<int>(optInt(row, "pipeline_parallel").value_or(1));
+    p.cp = static_cast<int>(optInt(row, "context_parallel").value_or(1));
+    if (const auto dp = optInt(row, "data_parallel"))
+        p.dp = static_cast<int>(*dp);
+    else
+        p.dp = c.gpus / (p.tp * p.pp * p.cp);
+    if (p.tp * p.pp * p.cp * p.dp != c.gpus) {
+        c.reason = cat("tp x pp x cp x dp = ", p.tp * p.pp * p.cp * p.dp, " is not the ", c.gpus, " GPUs");
+        return c;
+    }
+
+    const std::string sharding = text(row, "sharding");
+    if (contains(sharding, "SHARD_GRAD_OP"))
+        p.zero_stage = 2;
+    else if (contains(sharding, "FULL_SHARD") || contains(sharding, "FSDP"))
+        p.zero_stage = 3;
+    else if (const auto zero = optInt(row, "zero_stage"))
+        p.zero_stage = static_cast<int>(*zero);
+    else
+        p.zero_stage = rules->default_zero;
+
+    if (isNull(row, "sequence_parallel")) {
+        p.sequence_parallel = rules->sp_with_tp && p.tp > 1;
+    } else {
+        p.sequence_parallel = row.at("sequence_parallel").get<bool>() && p.tp > 1;
+    }
+
+    const std::string ac = toLower(text(row, "activation_recomputation"));
+    if (ac.empty() || ac == "none") {
+        p.recompute = RecomputeKind::None;
+        if (ac.empty())
+            c.assumptions.push_back("activation_recomputation null: none (Megatron-Core's default)");
+    } else if (ac.starts_with("full")) {
+        p.recompute = RecomputeKind::Full;
+    } else if (ac.starts_with("selective") && rules->llama) {
+        p.recompute = RecomputeKind::Modules;
+        if (contains(ac, "per-layer")) {
+            p.recompute_modules = torchtitanPerLayerModules(t.num_layers);
+            c.assumptions.push_back("selective per-layer AC: every second block fully recomputed (torchtitan '2')");
+        } else {
+            p.recompute_modules = torchtitanPerOpModules();
+            c.assumptions.push_back("selective AC: torchtitan per-op policy (norms, rotary, act, wk, wo, w3 "
+                                    "recomputed)");
+        }
+    } else if (ac.starts_with("selective")) {
+        p.recompute = RecomputeKind::Selective;
+    } else {
+        c.reason = cat("unknown activation_recomputation '", ac, "'");
+        return c;
+    }
+
+    // Micro-batching and the pipeline schedule.
+    const std::int64_t globalBatch = *optInt(row, "global_batch_size");
+    const std::string schedule = toLower(text(row, "pipeline_schedule"));
+    std::int64_t microBatch = 1;
+    p.vpp = 1;
+    if (c.series == "megatron_ptdp_sc21_table1") {
+        const double billions = optNumber(row, "num_params_billion").value_or(0);
+        const Sc21Script* script = nullptr;
+        for (const auto& s : kSc21Table1)
+            if (std::abs(s.billions - billions) < 0.05)
+                script = &s;
+        if (!script) {
+            c.reason = "no run_table_1.sh entry for this model size";
+            return c;
+        }
+        microBatch = script->micro_batch;
+        if (script->layers_per_virtual_stage > 0 && p.pp > 1)
+            p.vpp = static_cast<int>(t.num_layers / p.pp / script->layers_per_virtual_stage);
+        c.assumptions.push_back(cat("micro_batch_size null: ", microBatch, ", vpp ", p.vpp,
+                                    " (Megatron-LM examples/sc21/run_table_1.sh)"));
+    } else if (c.series.starts_with("torchtitan")) {
+        // micro_batch_size holds torchtitan's local batch per data-parallel rank. With PP torchtitan splits it
+        // into pipeline_parallel_microbatches, by default the number of stages (pp x stages per rank, 2 for
+        // the interleaved schedule).
+        const std::int64_t local = optInt(row, "micro_batch_size").value_or(1);
+        if (p.pp > 1) {
+            p.vpp = contains(schedule, "interleaved") ? 2 : 1;
+            const std::int64_t stages = static_cast<std::int64_t>(p.pp) * p.vpp;
+            microBatch = std::max<std::int64_t>(1, local / stages);
+            c.assumptions.push_back(cat("PP micro-batches: torchtitan default (", stages, " = stages), ", microBatch,
+                                        " sequences each"));
+        } else {
+            microBatch = local;
+        }
+    } else if (const auto mb = optInt(row, "micro_batch_size")) {
+        microBatch = *mb;
+    } else {
+        microBatch = 1;
+        c.assumptions.push_back("micro_batch_size null: 1");
+    }
+    p.micro_batch = static_cast<int>(microBatch);
+    const std::int64_t perReplica = globalBatch / p.dp;
+    if (perReplica * p.dp != globalBatch || perReplica % microBatch != 0) {
+        c.reason = cat("global batch ", globalBatch, " does not split into dp ", p.dp, " x micro-batch ", microBatch);
+        return c;
+    }
+    p.num_microbatches = static_cast<int>(perReplica / microBatch);
+    p.schedule = p.vpp > 1 ? ScheduleKind::Interleaved1F1B : ScheduleKind::OneFOneB;
+    c.global_batch = globalBatch;
+
+    // --- the published figure ----------------------------------------------------------------------------------
+    const bool a100 = c.device.starts_with("a100");
+    switch (c.metric) {
+    case Metric::TflopsMegatron4Pass:
+    case Metric::TflopsMegatronCore:
+        if (const auto v = optNumber(row, "tflops_per_gpu"))
+            c.published = *v;
+        break;
+    case Metric::TokensPerSecondPerGpu:
+        if (const auto v = optNumber(row, "tokens_per_sec_per_gpu"))
+            c.published = *v;
+        break;
+    case Metric::MptMfuPercent:
+        if (const auto v = optNumber(row, "mfu_percent"))
+            c.published = *v;
+        c.metric_peak = (a100 ? 312 : 989) * 1e12;
+        break;
+    }
+    if (c.published <= 0) {
+        c.reason = cat("no published figure for ", metricName(c.metric));
+        return c;
+    }
+    if (c.series.starts_with("torchtitan") && !contains(text(row, "framework"), "compile"))
+        c.caveats.push_back("eager mode (no torch.compile): unfused elementwise kernels (predicts too high)");
+    if (c.series == "gpt_neox_20b_production")
+        c.caveats.push_back("counting method of the 117 TFLOP/s not verified (assumed GPT-NeoX's get_flops)");
+    c.simulable = true;
+    return c;
+}
+
+/** Exploration only (bench_calibration --param DEVICE.KNOB=VALUE): device-preset efficiencies replaced for a run. */
+struct DeviceEfficiency
+{
+    double matmul = 0; ///< 0 = keep the preset's
+    double attention = 0;
+};
+using DeviceOverrides = std::map<std::string, DeviceEfficiency>;
+
+/** The graph, cluster and cost model of a case (built once; evaluate() is cheap afterwards). */
+inline CostModel makeCostModel(const Case& c, const CostParams& params = {}, const DeviceOverrides& overrides = {})
+{
+    BuildOptions options;
+    options.batch = 1;
+    options.seq_len = c.seq_len;
+    options.dtype = c.dtype;
+    auto graph = std::make_shared<const ModelGraph>(buildTransformerGraph(c.shape, options, c.id));
+    Cluster cluster;
+    cluster.device = devicePreset(c.device);
+    if (c.inter_node_bandwidth > 0)
+        cluster.device.inter_node.bandwidth = c.inter_node_bandwidth;
+    if (const auto it = overrides.find(c.device); it != overrides.end()) {
+        if (it->second.matmul > 0)
+            cluster.device.matmul_efficiency = it->second.matmul;
+        if (it->second.attention > 0)
+            cluster.device.attention_efficiency = it->second.attention;
+    }
+    cluster.gpus_per_node = c.gpus_per_node;
+    cluster.nodes = (c.gpus + c.gpus_per_node - 1) / c.gpus_per_node;
+    return CostModel(std::move(graph), cluster, params);
+}
+
+/** Evaluates a simulable case and converts the step time into the row's metric. */
+inline Prediction predict(const Case& c, const CostParams& params = {}, const DeviceOverrides& overrides = {})
+{
+    if (!c.simulable)
+        throw std::invalid_argument(cat(c.id, " is not simulable: ", c.reason));
+    const CostModel model = makeCostModel(c, params, overrides);
+    Workload workload;
+    workload.global_batch = c.global_batch;
+    workload.seq_len = c.seq_len;
+    EvaluateOptions options;
+    options.record_timeline = false;
+    options.require_full_cluster = c.gpus % c.gpus_per_node == 0;
+
+    Prediction out;
+    out.evaluation = model.evaluate(c.config, workload, options);
+    const Evaluation& e = out.evaluation;
+    if (e.step_time <= 0)
+        throw std::runtime_error(cat(c.id, ": the cost model could not evaluate the configuration: ", e.reason));
+    for (const auto& layer : model.layers())
+        out.model_params += layer.params;
+
+    const TransformerShape& t = c.shape;
+    const double B = static_cast<double>(c.global_batch);
+    const double s = static_cast<double>(c.seq_len);
+    const double l = static_cast<double>(t.num_layers);
+    const double h = static_cast<double>(t.hidden);
+    const double V = static_cast<double>(t.vocab);
+    const double gpus = c.gpus;
+    switch (c.metric) {
+    case Metric::TflopsMegatron4Pass: {
+        const double flops = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+        out.value = flops / (e.step_time * gpus) / 1e12;
+        break;
+    }
+    case Metric::TflopsMegatronCore: {
+        const double q = static_cast<double>(t.num_heads * t.head_dim) / h;
+        const double groups = static_cast<double>(t.num_kv_heads) / static_cast<double>(t.num_heads);
+        const double glu = t.gated_mlp ? 1.5 : 1.0;
+        const double f = static_cast<double>(t.ffn_hidden) / h;
+        const double flops
+            = 12 * B * s * l * h * h * ((1 + groups + s / h) * q + f * glu + V / (2 * l * h));
+        out.value = flops / (e.step_time * gpus) / 1e12;
+        break;
+    }
+    case Metric::TokensPerSecondPerGpu:
+        out.value = B * s / e.step_time / gpus;
+        break;
+    case Metric::MptMfuPercent: {
+        const double perSequence = 6 * out.model_params * s + 12 * l * h * s * s;
+        out.value = 100 * perSequence * (B / e.step_time) / (gpus * c.metric_peak);
+        break;
+    }
+    }
+    out.relative_error = (out.value - c.published) / c.published;
+    return out;
+}
+
+/** Reads the calibration set (a JSON array of rows). */
+inline std::vector<nlohmann::json> loadRows(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+        throw std::runtime_error(cat("cannot open ", path));
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    if (!doc.is_array())
+        throw std::runtime_error(cat(path, ": expected a JSON array of rows"));
+    return {doc.begin(), doc.end()};
+}
+
+} // namespace shardscape::calibration

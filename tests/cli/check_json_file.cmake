@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: MIT
+# Checks a JSON file that a CLI case wrote: -DFILE=path -DMEMBER="key|0|key" [-DEXPECT=value] (null reads as "null",
+# booleans as ON/OFF). The file is removed afterwards, so a later run cannot pass on a stale file.
+if(NOT EXISTS "${FILE}")
+    message(FATAL_ERROR "${FILE} was not written")
+endif()
+file(READ "${FILE}" content)
+file(REMOVE "${FILE}")
+string(REPLACE "|" ";" path "${MEMBER}")
+string(JSON type ERROR_VARIABLE err TYPE "${content}" ${path})
+if(err)
+    message(FATAL_ERROR "${FILE}: ${err}")
+endif()
+if(DEFINED EXPECT)
+    if(type STREQUAL "NULL")
+        set(value "null")
+    else()
+        string(JSON value GET "${content}" ${path})
+    endif()
+    if(NOT value STREQUAL EXPECT)
+        message(FATAL_ERROR "${FILE}: ${MEMBER} is '${value}', expected '${EXPECT}'")
+    endif()
+endif()

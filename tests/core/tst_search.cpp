@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: MIT
+// The planner: the stage DP against brute force, determinism, cancellation, plans never worse than hand-made
+// configurations, method and pivot restrictions, the Alpa tutorial MLP, and models that fit nowhere.
+#include "shardscape/model/model_source.h"
+#include "shardscape/search/planner.h"
+#include "shardscape/search/stage_partition.h"
+#include "shardscape/support/error.h"
+
+#include <QTest>
+#include <chrono>
+#include <random>
+#include <thread>
+
+using namespace shardscape;
+
+namespace {
+
+class QuietProgress final : public ProgressSink
+{
+public:
+    void progress(const std::string& phase, std::uint64_t done, std::uint64_t total) override
+    {
+        lastPhase = phase;
+        QVERIFY(done <= total);
+    }
+    void log(const std::string& line) override { lines.push_back(line); }
+    std::string lastPhase;
+    std::vector<std::string> lines;
+};
+
+Problem problemFor(const char* model, int nodes, std::int64_t globalBatch, std::int64_t seqLen)
+{
+    BuildOptions options;
+    options.seq_len = seqLen;
+    Problem p;
+    p.graph = std::make_shared<const ModelGraph>(loadModel(model, options));
+    p.cluster = loadCluster("h100-sxm", nodes, 8);
+    p.global_batch = globalBatch;
+    return p;
+}
+
+PartitionInput randomPartition(std::mt19937& rng, int layers, int stages)
+{
+    std::uniform_real_distribution<double> time(0.5, 3.0);
+    std::uniform_real_distribution<double> bytes(1.0, 10.0);
+    std::bernoulli_distribution pivot(0.7);
+    PartitionInput in;
+    for (int i = 0; i < layers; ++i) {
+        in.time.push_back(time(rng));
+        in.static_bytes.push_back(bytes(rng));
+        in.stash_bytes.push_back(bytes(rng) / 4);
+        in.transient_bytes.push_back(bytes(rng) / 10);
+        in.may_start.push_back(i == 0 || pivot(rng));
+    }
+    in.stages = stages;
+    const int m = 8;
+    for (int s = 0; s < stages; ++s)
+        in.inflight.push_back(std::min(m, stages - s));
+    // A limit that binds for some splits but not all.
+    std::uniform_real_distribution<double> limit(15.0, 60.0);
+    in.memory_limit = limit(rng);
+    return in;
+}
+
+} // namespace
+
+class TestSearch : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void stagePartitionEqualsBruteForce()
+    {
+        std::mt19937 rng(20261121);
+        int feasible = 0;
+        for (int trial = 0; trial < 400; ++trial) {
+            const int layers = 3 + trial % 8;
+            const int stages = 1 + trial % std::min(layers, 5);
+            const PartitionInput in = randomPartition(rng, layers, stages);
+            const PartitionResult dp = partitionStages(in);
+            const PartitionResult brute = partitionStagesBruteForce(in);
+            QCOMPARE(dp.feasible, brute.feasible);
+            if (!brute.feasible)
+                continue;
+            ++feasible;
+            QVERIFY2(std::fabs(dp.max_stage_time - brute.max_stage_time) <= 1e-9 * brute.max_stage_time,
+                     qPrintable(QStringLiteral("trial %1: dp %2 brute %3")
+                                    .arg(trial)
+                                    .arg(dp.max_stage_time)
+                                    .arg(brute.max_stage_time)));
+            QCOMPARE(static_cast<int>(dp.counts.size()), stages);
+            int total = 0;
+            for (const int c : dp.counts) {
+                QVERIFY(c >= 1);
+                QVERIFY(total == 0 || in.may_start[static_cast<std::size_t>(total)]);
+                total += c;
+            }
+            QCOMPARE(total, layers);
+        }
+        QVERIFY(feasible > 100); // the random limits must leave real work for the comparison
+    }
+
+    void planIsDeterministicAcrossThreadCounts()
+    {
+        const Problem problem = problemFor("llama2-13b", 4, 256, 4096);
+        PlannerConfig one;
+        one.nproc = 1;
+        PlannerConfig many;
+        many.nproc = 2;
+        QuietProgress progress;
+        const PlanResult a = plan(problem, one, progress);
+        const PlanResult b = plan(problem, many, progress);
+        QVERIFY(!a.top.empty());
+        QCOMPARE(a.top.size(), b.top.size());
+        for (std::size_t i = 0; i < a.top.size(); ++i) {
+            QCOMPARE(a.top[i].config.describe(), b.top[i].config.describe());
+            QCOMPARE(a.top[i].config.stage_layers, b.top[i].config.stage_layers);
+            QCOMPARE(a.top[i].step_time, b.top[i].step_time);
+        }
+        QCOMPARE(a.counts.candidates_feasible, b.counts.candidates_feasible);
+        for (std::size_t i = 1; i < a.top.size(); ++i)
+            QVERIFY(a.top[i - 1].step_time <= a.top[i].step_time);
+    }
+
+    void planLogsMoaiLinesAndExplains()
+    {
+        QuietProgress progress;
+        const PlanResult r = plan(problemFor("llama2-7b", 1, 64, 4096), PlannerConfig {}, progress);
+        QVERIFY(!r.top.empty());
+        const auto has = [&](const char* prefix) {
+            return std::any_of(r.log.begin(), r.log.end(),
+                               [&](const std::string& l) { return l.rfind(prefix, 0) == 0; });
+        };
+        QVERIFY(has("number of candidates : "));
+        QVERIFY(has("elapsed time to build candidates : "));
+        QVERIFY(has("number of feasible candidates : "));
+        QVERIFY(has("elapsed time to cost candidates : "));
+        QVERIFY(has("selected configuration : num_stages : "));
+        QCOMPARE(progress.lines.size(), r.log.size());
+        QVERIFY(r.explanation.lines.size() >= 2);
+        QVERIFY(r.explanation.lines[0].rfind("chosen: ", 0) == 0);
+        QVERIFY(r.explanation.lines[1].rfind("runner-up: ", 0) == 0);
+        const std::string line = selectedConfigLine(r.top.front());
+        QVERIFY(line.find("num_micro_batches : ") != std::string::npos);
+        QVERIFY(line.find("batch_per_device : ") != std::string::npos);
+        QVERIFY(line.find("distribute_param : ") != std::string::npos);
+    }
+
+    void planBeatsHandMadeConfigurations_data()
+    {
+        QTest::addColumn<int>("tp");
+        QTest::addColumn<int>("pp");
+        QTest::addColumn<int>("zero");
+        QTest::addColumn<int>("recompute");
+        QTest::addColumn<int>("microBatch");
+        QTest::newRow("megatron tp8 pp4") << 8 << 4 << 1 << 1 << 1;
+        QTest::newRow("tp8 pp2") << 8 << 2 << 1 << 2 << 1;
+        QTest::newRow("tp4 pp4") << 4 << 4 << 1 << 1 << 1;
+        QTest::newRow("fsdp") << 1 << 1 << 3 << 2 << 1;
+        QTest::newRow("tp8 zero2") << 8 << 1 << 2 << 1 << 2;
+    }
+    void planBeatsHandMadeConfigurations()
+    {
+        QFETCH(int, tp);
+        QFETCH(int, pp);
+        QFETCH(int, zero);
+        QFETCH(int, recompute);
+        QFETCH(int, microBatch);
+        const Problem problem = problemFor("llama2-70b", 16, 256, 4096);
+        QuietProgress progress;
+        const PlanResult r = plan(problem, PlannerConfig {}, progress);
+        QVERIFY(!r.top.empty());
+        ParallelConfig c;
+        c.tp = tp;
+        c.pp = pp;
+        c.dp = 128 / (tp * pp);
+        c.micro_batch = microBatch;
+        c.num_microbatches = static_cast<int>(256 / (c.dp * microBatch));
+        c.zero_stage = zero;
+        c.sequence_parallel = tp > 1;
+        c.recompute = static_cast<RecomputeKind>(recompute);
+        Workload w;
+        w.global_batch = 256;
+        w.seq_len = 4096;
+        const Evaluation given = r.model->evaluate(c, w);
+        if (given.feasible)
+            QVERIFY2(r.top.front().step_time <= given.step_time,
+                     qPrintable(
+                         QStringLiteral("plan %1 s vs given %2 s").arg(r.top.front().step_time).arg(given.step_time)));
+        else
+            QVERIFY(!given.reason.empty());
+    }
+
+    void cancellationStopsWithin100ms()
+    {
+        const Problem problem = problemFor("llama3-405b", 1024, 2048, 4096);
+        QuietProgress progress;
+        std::stop_source stop;
+        PlanResult result;
+        std::chrono::steady_clock::time_point returned;
+        std::thread worker([&] {
+            result = plan(problem, PlannerConfig {}, progress, stop.get_token());
+            returned = std::chrono::steady_clock::now();
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        const auto requested = std::chrono::steady_clock::now();
+        stop.request_stop();
+        worker.join();
+        const double latency = std::chrono::duration<double>(returned - requested).count();
+        if (!result.cancelled)
+            QSKIP("the plan finished before the stop request; nothing to measure");
+        QVERIFY2(latency < 0.1, qPrintable(QStringLiteral("stopped after %1 s").arg(latency)));
+        QVERIFY(result.top.empty());
+    }
+
+    void methodsRestrictTheSpace()
+    {
+        const Problem problem = problemFor("llama2-7b", 2, 128, 2048);
+        QuietProgress progress;
+        PlannerConfig config;
+        config.method = PlanMethod::Data;
+        PlanResult r = plan(problem, config, progress);
+        for (const auto& e : r.top)
+            QVERIFY(e.config.tp == 1 && e.config.pp == 1 && e.config.cp == 1 && e.config.zero_stage == 0);
+        config.method = PlanMethod::Zero3;
+        r = plan(problem, config, progress);
+        for (const auto& e : r.top)
+            QVERIFY(e.config.tp == 1 && e.config.pp == 1 && e.config.zero_stage == 3);
+        config.method = PlanMethod::Shard;
+        r = plan(problem, config, progress);
+        for (const auto& e : r.top)
+            QCOMPARE(e.config.pp, 1);
+        config.method = PlanMethod::PipeShard;
+        r = plan(problem, config, progress);
+        QVERIFY(!r.top.empty());
+        for (const auto& e : r.top)
+            QVERIFY(e.config.pp > 1);
+    }
+
+    void stageCountAndPivotsAreHonoured()
+    {
+        const Problem problem = problemFor("llama2-13b", 2, 64, 4096);
+        QuietProgress progress;
+        PlannerConfig config;
+        config.pipeline_nstages = 4;
+        config.pipeline_scheduler = "1f1b";
+        // Stages may start only at every 8th block (and at the embedding).
+        config.pipeline_pivots = {"model.layers.8", "model.layers.16", "model.layers.24", "model.layers.32"};
+        const PlanResult r = plan(problem, config, progress);
+        QVERIFY(!r.top.empty());
+        for (const auto& e : r.top) {
+            QCOMPARE(e.config.pp, 4);
+            for (std::size_t s = 1; s < e.stages.size(); ++s) {
+                const std::string& first = r.model->layers()[static_cast<std::size_t>(e.stages[s].first_layer)].name;
+                QVERIFY2(first == "model.layers.8" || first == "model.layers.16" || first == "model.layers.24"
+                             || first == "model.layers.32",
+                         first.c_str());
+            }
+        }
+    }
+
+    void alpaTutorialMlpGetsTwoStages()
+    {
+        Problem problem;
+        problem.graph
+            = std::make_shared<const ModelGraph>(loadModel(SHARDSCAPE_SOURCE_DIR "/tests/data/alpa_mlp.json", {}));
+        problem.cluster = loadCluster("h100-sxm", 1, 8);
+        problem.global_batch = 2048;
+        PlannerConfig config;
+        config.method = PlanMethod::PipeShard;
+        config.update_freq = 16;
+        QuietProgress progress;
+        const PlanResult r = plan(problem, config, progress);
+        QVERIFY(!r.top.empty());
+        const Evaluation& best = r.top.front();
+        QCOMPARE(best.config.num_microbatches, 16);
+        QCOMPARE(best.config.pp, 2);
+        // Two equal halves of the four MLP layers; the loss rides on the last stage.
+        QCOMPARE(best.stages[0].last_layer - best.stages[0].first_layer + 1, 2);
+        QCOMPARE(best.stages[1].last_layer - best.stages[1].first_layer + 1, 3);
+        QVERIFY(r.explanation.lines.size() >= 2);
+    }
+
+    void modelThatFitsNowhereSaysHowMuchItNeeds()
+    {
+        const Problem problem = problemFor("llama3-405b", 1, 8, 4096);
+        QuietProgress progress;
+        const PlanResult r = plan(problem, PlannerConfig {}, progress);
+        QVERIFY(r.top.empty());
+        QVERIFY(!r.infeasible.empty());
+        QVERIFY(r.min_memory_needed > problem.cluster.device.memory_bytes);
+        QVERIFY(r.infeasible.front().peakMemory() <= r.infeasible.back().peakMemory());
+        QVERIFY(!r.infeasible.front().reason.empty());
+    }
+
+    void badProblemsAreInputErrors()
+    {
+        QuietProgress progress;
+        Problem problem = problemFor("llama2-7b", 1, 64, 1024);
+        problem.global_batch = 0;
+        QVERIFY_THROWS_EXCEPTION(InputError, plan(problem, PlannerConfig {}, progress));
+        problem.global_batch = 7 * 64 + 1; // prime-ish: no dp x micro-batch divides it... except dp = 1
+        PlannerConfig config;
+        config.world_size = 16;
+        QVERIFY_THROWS_EXCEPTION(InputError, plan(problem, config, progress));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestSearch)
+#include "tst_search.moc"
