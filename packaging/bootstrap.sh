@@ -32,7 +32,8 @@ run)
     install_packages
     cmake --preset release >/dev/null
     cmake --build --preset release --target shardscape-cli -- -j"$jobs"
-    exec ./build/release/app/cli/shardscape-cli inspect --model llama2-7b
+    # The embedded default: plan llama2-7b on one node of 8 H100 SXM.
+    exec ./build/release/app/cli/shardscape-cli plan --model llama2-7b --cluster h100-sxm
     ;;
 test)
     install_packages

@@ -5,6 +5,10 @@
 
 #include "shardscape/hardware/cluster.h"
 #include "shardscape/model/model_source.h"
+#include "shardscape/plan/plan_file.h"
+#include "shardscape/plan/plan_reuse.h"
+#include "shardscape/plan/plan_file.h"
+#include "shardscape/plan/plan_reuse.h"
 #include "shardscape/plan/result_json.h"
 #include "shardscape/search/planner.h"
 #include "shardscape/support/atomic_file.h"
@@ -34,6 +38,7 @@ struct PlanOptions
     std::string method;
     std::string json;
     std::string save_plan;
+    std::string load_plan;
     bool dump = false;
 };
 
@@ -90,6 +95,8 @@ int runPlan(const PlanOptions& o)
     }
     if (!o.save_plan.empty())
         config.save_plan_path = o.save_plan;
+    if (!o.load_plan.empty())
+        config.load_plan_path = o.load_plan;
 
     BuildOptions build;
     build.seq_len = o.seq_len;
@@ -102,13 +109,20 @@ int runPlan(const PlanOptions& o)
               << o.global_batch << ") on " << problem.cluster.nodes << " x " << problem.cluster.gpus_per_node << " "
               << problem.cluster.device.name << "\n";
     CliProgress progress;
-    const PlanResult result = plan(problem, config, progress);
+    const PlanResult result = planOrReuse(problem, config, progress);
     const CostModel& model = *result.model;
 
     if (!o.json.empty()) {
         std::vector<Evaluation> all = result.top;
         all.insert(all.end(), result.infeasible.begin(), result.infeasible.end());
         writeJsonOutput(resultJson(all, model, result.counts), o.json);
+    }
+    if (result.top.empty() && !config.load_plan_path.empty()) {
+        const std::string reason
+            = result.infeasible.empty() ? "it cannot be evaluated" : result.infeasible.front().reason;
+        throw InfeasibleError(
+            cat("the plan in ", config.load_plan_path, " does not run on this model and cluster: ", reason),
+            "plan again without --load-plan");
     }
     if (result.top.empty()) {
         std::cout << "\nNo configuration fits. The least memory-hungry ones:\n";
@@ -136,6 +150,16 @@ int runPlan(const PlanOptions& o)
               << " feasible, " << result.counts.simulated << " simulated, " << fixed(result.counts.elapsed_s, 3)
               << " s; cost source: " << result.top.front().cost_source << ")\n";
 
+    if (!config.save_plan_path.empty()) {
+        PlanFileContext context;
+        context.global_batch = problem.global_batch;
+        context.seq_len = problem.graph->seq_len;
+        context.model_spec = o.model;
+        context.created_by = "shardscape-cli plan";
+        context.version = "0.1.0";
+        savePlanFile(config.save_plan_path, planToJson(result.top.front(), model, context));
+        std::cout << "plan saved to " << config.save_plan_path << '\n';
+    }
     if (o.dump)
         writeFileAtomic("advanced_parallelization_selected_config.dump", selectedConfigLine(result.top.front()) + "\n");
     return kExitOk;
@@ -163,6 +187,7 @@ void addPlanCommand(CLI::App& app, CommandAction& action)
     cmd->add_option("--method", o->method, "auto, data, zero2, zero3, shard or pipeshard");
     cmd->add_option("--json", o->json, "write the result JSON (top-k and search counts) to this file ('-' = stdout)");
     cmd->add_option("--save-plan", o->save_plan, "write the chosen plan (shardscape.plan/1) to this file");
+    cmd->add_option("--load-plan", o->load_plan, "re-simulate a saved plan for these inputs instead of searching");
     cmd->add_flag("--dump", o->dump, "write advanced_parallelization_selected_config.dump in the working directory");
     cmd->callback([&action, o] { action = [o] { return runPlan(*o); }; });
 }

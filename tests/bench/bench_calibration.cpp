@@ -158,6 +158,7 @@ bool setParam(CostParams& params, DeviceOverrides& devices, const std::string& a
         {"inter_node_efficiency", &params.inter_node_efficiency},
         {"dp_overlap", &params.dp_overlap},
         {"zero3_prefetch_overlap", &params.zero3_prefetch_overlap},
+        {"grad_bytes", &params.grad_bytes},
     };
     for (const auto& [knob, field] : knobs) {
         if (name == knob) {

@@ -77,9 +77,9 @@ bool sameConfig(const ParallelConfig& a, const ParallelConfig& b)
 {
     return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.cp == b.cp && a.ep == b.ep && a.vpp == b.vpp
         && a.micro_batch == b.micro_batch && a.num_microbatches == b.num_microbatches && a.zero_stage == b.zero_stage
-        && a.zero_ngroups == b.zero_ngroups && a.sequence_parallel == b.sequence_parallel
-        && a.recompute == b.recompute && a.recompute_modules == b.recompute_modules && a.schedule == b.schedule
-        && a.stage_layers == b.stage_layers && a.rank_order == b.rank_order;
+        && a.zero_ngroups == b.zero_ngroups && a.sequence_parallel == b.sequence_parallel && a.recompute == b.recompute
+        && a.recompute_modules == b.recompute_modules && a.schedule == b.schedule && a.stage_layers == b.stage_layers
+        && a.rank_order == b.rank_order;
 }
 
 /** The configurations the round trip covers: every field of ParallelConfig away from its default somewhere. */
@@ -251,9 +251,9 @@ private Q_SLOTS:
             QVERIFY2(hybrid["metrics"][key].get<double>() >= 0, key);
         QVERIFY(hybrid["metrics"]["bubble_ratio"].get<double>() > 0);
         QVERIFY(!hybrid["layers"][5]["recomputed"].get<bool>());
-        for (const char* key : {"tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "num_microbatches", "zero_stage",
-                                "zero_ngroups", "sequence_parallel", "recompute", "recompute_modules", "schedule",
-                                "stage_layers", "rank_order"})
+        for (const char* key :
+             {"tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "num_microbatches", "zero_stage", "zero_ngroups",
+              "sequence_parallel", "recompute", "recompute_modules", "schedule", "stage_layers", "rank_order"})
             QVERIFY2(hybrid["config"].contains(key), key);
 
         // pp fastest: each pipeline rank takes every second GPU.
@@ -437,8 +437,8 @@ private Q_SLOTS:
             "unknown recomputation");
         row("modules without names", R"([{"op":"replace","path":"/config/recompute","value":"modules"}])",
             "config.recompute_modules", "at least one module");
-        row("rank order", R"([{"op":"replace","path":"/config/rank_order","value":"tp-dp-pp"}])",
-            "config.rank_order", "not an order of tp, cp, dp and pp");
+        row("rank order", R"([{"op":"replace","path":"/config/rank_order","value":"tp-dp-pp"}])", "config.rank_order",
+            "not an order of tp, cp, dp and pp");
         row("sp without tp", R"([{"op":"replace","path":"/config/tp","value":1},
                                  {"op":"replace","path":"/config/sequence_parallel","value":true}])",
             "config.sequence_parallel", "needs tp > 1");
@@ -452,8 +452,8 @@ private Q_SLOTS:
             "is not dp x micro_batch x num_microbatches");
         row("seq_len negative", R"([{"op":"replace","path":"/seq_len","value":-5}])", "seq_len", "out of range");
         row("world size", R"([{"op":"replace","path":"/world_size","value":16}])", "world_size", "tp x cp x dp x pp");
-        row("model fingerprint", R"([{"op":"replace","path":"/model_fingerprint","value":"abc"}])",
-            "model_fingerprint", "16 hex digits");
+        row("model fingerprint", R"([{"op":"replace","path":"/model_fingerprint","value":"abc"}])", "model_fingerprint",
+            "16 hex digits");
         row("cluster fingerprint", R"([{"op":"replace","path":"/cluster_fingerprint","value":"cluster:XYZ"}])",
             "cluster_fingerprint", "16 hex digits");
         row("num_layers", R"([{"op":"replace","path":"/model/num_layers","value":0}])", "model.num_layers",
@@ -472,12 +472,11 @@ private Q_SLOTS:
             "starts at layer 20");
         row("layer names", R"([{"op":"replace","path":"/stages/0/chunks/0/layer_names","value":["a"]}])",
             "stages[0].chunks[0].layer_names", "expected 2 names");
-        row("compute negative", R"([{"op":"replace","path":"/stages/1/compute_s","value":-1}])",
-            "stages[1].compute_s", "out of range");
+        row("compute negative", R"([{"op":"replace","path":"/stages/1/compute_s","value":-1}])", "stages[1].compute_s",
+            "out of range");
         row("memory negative", R"([{"op":"replace","path":"/stages/0/memory/weights_gb","value":-3}])",
             "stages[0].memory.weights_gb", "out of range");
-        row("layer stage", R"([{"op":"replace","path":"/layers/3/stage","value":1}])", "layers[3].stage",
-            "expected 0");
+        row("layer stage", R"([{"op":"replace","path":"/layers/3/stage","value":1}])", "layers[3].stage", "expected 0");
         row("layer name", R"([{"op":"replace","path":"/layers/0/name","value":"model.norm"}])", "layers[0].name",
             "does not match the layer_names");
         row("layer kind", R"([{"op":"replace","path":"/layers/2/kind","value":"mystery"}])", "layers[2].kind",
@@ -486,20 +485,18 @@ private Q_SLOTS:
         row("layers short", R"([{"op":"remove","path":"/layers/33"}])", "layers", "model.num_layers");
         row("step time type", R"([{"op":"replace","path":"/metrics/step_time_s","value":"fast"}])",
             "metrics.step_time_s", "expected a number");
-        row("mfu negative", R"([{"op":"replace","path":"/metrics/mfu","value":-0.1}])", "metrics.mfu",
-            "out of range");
+        row("mfu negative", R"([{"op":"replace","path":"/metrics/mfu","value":-0.1}])", "metrics.mfu", "out of range");
         row("bubble negative", R"([{"op":"replace","path":"/metrics/bubble_ratio","value":-1}])",
             "metrics.bubble_ratio", "out of range");
         row("peak memory", R"([{"op":"replace","path":"/metrics/peak_memory_gb/0","value":1.5}])",
             "metrics.peak_memory_gb", "stages[0].memory_gb");
-        row("time missing", R"([{"op":"remove","path":"/metrics/time"}])", "metrics.time",
-            "required field is missing");
+        row("time missing", R"([{"op":"remove","path":"/metrics/time"}])", "metrics.time", "required field is missing");
         row("feasible reason", R"([{"op":"replace","path":"/metrics/reason","value":"too big"}])", "metrics.reason",
             "a feasible plan has no reason");
         row("cluster nodes", R"([{"op":"replace","path":"/cluster/nodes","value":0}])", "cluster.nodes",
             "out of range");
-        row("cluster device", R"([{"op":"replace","path":"/cluster/device/memory_gib","value":-1}])",
-            "cluster.device", "memory_gib");
+        row("cluster device", R"([{"op":"replace","path":"/cluster/device/memory_gib","value":-1}])", "cluster.device",
+            "memory_gib");
     }
     void corruptPlansRejected()
     {

@@ -178,8 +178,8 @@ private Q_SLOTS:
         QTest::addColumn<std::vector<std::string>>("recompute");
         QTest::addColumn<std::vector<std::string>>("pivots");
         using Names = std::vector<std::string>;
-        QTest::newRow("auto strings") << std::string(R"({"pipeline_nstages": "auto", "zero_stage": "auto"})") << 0
-                                      << -1 << Names {} << Names {};
+        QTest::newRow("auto strings") << std::string(R"({"pipeline_nstages": "auto", "zero_stage": "auto"})") << 0 << -1
+                                      << Names {} << Names {};
         QTest::newRow("AUTO any case") << std::string(R"({"pipeline_nstages": "Auto", "zero_stage": "AUTO"})") << 0
                                        << -1 << Names {} << Names {};
         QTest::newRow("integers") << std::string(R"({"pipeline_nstages": 4, "zero_stage": 3})") << 4 << 3 << Names {}
@@ -192,8 +192,8 @@ private Q_SLOTS:
                                        << Names {"model.layers.0", "model.layers.16"};
         QTest::newRow("single name") << std::string(R"({"recompute_modules": "ROOT"})") << 0 << -1 << Names {"ROOT"}
                                      << Names {};
-        QTest::newRow("empty string") << std::string(R"({"recompute_modules": " ", "pipeline_pivots": ""})") << 0
-                                      << -1 << Names {} << Names {};
+        QTest::newRow("empty string") << std::string(R"({"recompute_modules": " ", "pipeline_pivots": ""})") << 0 << -1
+                                      << Names {} << Names {};
         QTest::newRow("lists") << std::string(R"({"recompute_modules": ["a.b", "c"], "pipeline_pivots": []})") << 0
                                << -1 << Names {"a.b", "c"} << Names {};
     }
@@ -332,14 +332,14 @@ private Q_SLOTS:
         QTest::addColumn<int>("field");
         QTest::addColumn<std::string>("key");
         for (const auto& [field, key] : std::vector<std::pair<int, std::string>> {{0, "topk"},
-                                                                                   {1, "pipeline_scheduler"},
-                                                                                   {2, "world_size"},
-                                                                                   {3, "solver"},
-                                                                                   {4, "max_cp"},
-                                                                                   {5, "memory_constraint"},
-                                                                                   {6, "method"},
-                                                                                   {7, "recompute_modules"},
-                                                                                   {8, "zero_stage"}})
+                                                                                  {1, "pipeline_scheduler"},
+                                                                                  {2, "world_size"},
+                                                                                  {3, "solver"},
+                                                                                  {4, "max_cp"},
+                                                                                  {5, "memory_constraint"},
+                                                                                  {6, "method"},
+                                                                                  {7, "recompute_modules"},
+                                                                                  {8, "zero_stage"}})
             QTest::newRow(key.c_str()) << field << key;
     }
     void validateChecksConfigsBuiltInCode()

@@ -52,13 +52,13 @@ double adamStepBytesPerParam()
 } // namespace
 
 CostModel::CostModel(std::shared_ptr<const ModelGraph> graph, Cluster cluster, CostParams params,
-                     std::shared_ptr<const CostSource> source)
+                     std::shared_ptr<const CostSource> source, std::vector<Layer> layers)
     : m_graph(std::move(graph))
     , m_cluster(std::move(cluster))
     , m_params(params)
     , m_source(source ? std::move(source) : makeDatasheetCostSource(m_cluster, params))
 {
-    m_layers = layersByModule(*m_graph);
+    m_layers = layers.empty() ? layersByModule(*m_graph) : std::move(layers);
     m_producer = m_graph->producers();
     double flops = 0;
     for (std::size_t l = 0; l < m_layers.size(); ++l) {
@@ -379,6 +379,14 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
                 // The updated weight shards are all-gathered once per step.
                 stage.grad_sync = gather + expertSyncTime;
             }
+        } else if (c.zero_stage == 1) {
+            // ZeRO-1 (Megatron's distributed optimizer): reduce-scatter the gradients, update the local shard, then
+            // all-gather the updated 16-bit weights. Calibration fix: this was costed as an all-reduce of
+            // gradients, which moves grad_bytes (fp32 in Megatron, DeepSpeed bf16) instead of the weights' 2 bytes in
+            // the gather half.
+            stage.grad_sync
+                = m_source->collectiveTime(Collective::ReduceScatter, dense * m_params.grad_bytes, denseZero)
+                + m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero) + expertSyncTime;
         } else {
             stage.grad_sync = m_source->collectiveTime(Collective::AllReduce, dense * m_params.grad_bytes, denseSync)
                 + expertSyncTime;

@@ -184,9 +184,9 @@ json configJson(const ParallelConfig& c)
 
 json memoryJson(const MemoryBreakdown& m)
 {
-    return json {{"weights_gb", toGB(m.weights)},         {"gradients_gb", toGB(m.gradients)},
-                 {"optimizer_gb", toGB(m.optimizer)},     {"activations_gb", toGB(m.activations)},
-                 {"transient_gb", toGB(m.transient)},     {"reserve_gb", toGB(m.reserve)}};
+    return json {{"weights_gb", toGB(m.weights)},     {"gradients_gb", toGB(m.gradients)},
+                 {"optimizer_gb", toGB(m.optimizer)}, {"activations_gb", toGB(m.activations)},
+                 {"transient_gb", toGB(m.transient)}, {"reserve_gb", toGB(m.reserve)}};
 }
 
 json timeJson(const TimeBreakdown& t)
@@ -267,8 +267,8 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     for (std::size_t i = 0; i < stageLayers.size(); ++i) {
         const json& n = stageLayers[i];
         if (!n.is_number_integer() || n.get<std::int64_t>() < 1 || n.get<std::int64_t>() > numLayers)
-            f.fail("stage_layers", cat("entry ", i, " should be a layer count in [1, ", numLayers, "], got ",
-                                       describeJson(n)));
+            f.fail("stage_layers",
+                   cat("entry ", i, " should be a layer count in [1, ", numLayers, "], got ", describeJson(n)));
         c.stage_layers.push_back(n.get<int>());
     }
     c.rank_order = f.string("rank_order");
@@ -291,16 +291,16 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     if (c.recompute == RecomputeKind::Modules && c.recompute_modules.empty())
         f.fail("recompute_modules", "recompute by modules needs at least one module name");
     if (std::int64_t {c.pp} * c.vpp > numLayers)
-        f.fail("vpp", cat("pp x vpp = ", std::int64_t {c.pp} * c.vpp, " chunks, but the model has ", numLayers,
-                          " layers"));
+        f.fail("vpp",
+               cat("pp x vpp = ", std::int64_t {c.pp} * c.vpp, " chunks, but the model has ", numLayers, " layers"));
     if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
         f.fail("vpp", "vpp > 1 needs the interleaved schedule");
     if (c.schedule == ScheduleKind::Interleaved1F1B) {
         if (c.pp < 2 || c.vpp < 2)
             f.fail("schedule", "the interleaved schedule needs pp >= 2 and vpp >= 2");
         if (c.num_microbatches % c.pp)
-            f.fail("num_microbatches", cat("value ", c.num_microbatches,
-                                           " is not a multiple of pp (the interleaved schedule needs it)"));
+            f.fail("num_microbatches",
+                   cat("value ", c.num_microbatches, " is not a multiple of pp (the interleaved schedule needs it)"));
     }
     if (!c.stage_layers.empty()) {
         if (static_cast<std::int64_t>(c.stage_layers.size()) != std::int64_t {c.pp} * c.vpp)
@@ -437,8 +437,8 @@ nlohmann::json planToJson(const Evaluation& chosen, const CostModel& model, cons
     const std::int64_t configBatch = std::int64_t {c.dp} * c.micro_batch * c.num_microbatches;
     const std::int64_t globalBatch = context.global_batch > 0 ? context.global_batch : configBatch;
     if (globalBatch != configBatch)
-        throw InputError(cat("plan global batch ", globalBatch, " is not dp x micro_batch x num_microbatches = ",
-                             configBatch, " of ", c.describe()));
+        throw InputError(cat("plan global batch ", globalBatch,
+                             " is not dp x micro_batch x num_microbatches = ", configBatch, " of ", c.describe()));
     const std::int64_t seqLen = context.seq_len > 0 ? context.seq_len : graph.seq_len;
     if (seqLen != graph.seq_len)
         throw InputError(cat("plan seq_len ", seqLen, " differs from the model graph's ", graph.seq_len));
@@ -572,8 +572,9 @@ LoadedPlan planFromJson(const nlohmann::json& doc, std::string_view originView)
         top.fail("world_size", cat("is not tp x cp x dp x pp = ", world));
     const std::int64_t configBatch = std::int64_t {c.dp} * c.micro_batch * c.num_microbatches;
     if (plan.global_batch != configBatch)
-        top.fail("global_batch", cat("value ", plan.global_batch, " is not dp x micro_batch x num_microbatches = ",
-                                     c.dp, " x ", c.micro_batch, " x ", c.num_microbatches, " = ", configBatch));
+        top.fail("global_batch",
+                 cat("value ", plan.global_batch, " is not dp x micro_batch x num_microbatches = ", c.dp, " x ",
+                     c.micro_batch, " x ", c.num_microbatches, " = ", configBatch));
 
     // Stages: chunk ranges must tile the layers in virtual-stage order and the ranks must follow rank_order.
     const json& stages = top.array("stages", true);
@@ -598,8 +599,9 @@ LoadedPlan planFromJson(const nlohmann::json& doc, std::string_view originView)
             JsonFields chunk(list[k], origin, cat(path, ".chunks[", k, "]"));
             const int virtualStage = static_cast<int>(k) * c.pp + static_cast<int>(r);
             if (chunk.integer("virtual_stage", 0, chunks - 1) != virtualStage)
-                chunk.fail("virtual_stage", cat("expected ", virtualStage, " (chunk ", k, " of pipeline rank ", r,
-                                                " with pp = ", c.pp, ")"));
+                chunk.fail(
+                    "virtual_stage",
+                    cat("expected ", virtualStage, " (chunk ", k, " of pipeline rank ", r, " with pp = ", c.pp, ")"));
             chunkRange[static_cast<std::size_t>(virtualStage)] = layerRange(chunk, "layers", plan.num_layers);
             const auto names = stringList(chunk, "layer_names", 2);
             chunkNames[static_cast<std::size_t>(virtualStage)] = {names[0], names[1]};
@@ -615,13 +617,15 @@ LoadedPlan planFromJson(const nlohmann::json& doc, std::string_view originView)
     for (int v = 0; v < chunks; ++v) {
         const auto [first, last] = chunkRange[static_cast<std::size_t>(v)];
         if (first != next)
-            top.fail("stages", cat("virtual stage ", v, " starts at layer ", first, ", expected ", next,
-                                   " (chunks must cover the layers in order)"));
+            top.fail("stages",
+                     cat("virtual stage ", v, " starts at layer ", first, ", expected ", next,
+                         " (chunks must cover the layers in order)"));
         plan.resolved_stage_layers.push_back(last - first + 1);
         next = last + 1;
     }
     if (next != plan.num_layers)
-        top.fail("stages", cat("the chunks end at layer ", next - 1, ", but the model has ", plan.num_layers, " layers"));
+        top.fail("stages",
+                 cat("the chunks end at layer ", next - 1, ", but the model has ", plan.num_layers, " layers"));
     if (!c.stage_layers.empty() && c.stage_layers != plan.resolved_stage_layers)
         top.fail("stages", "the layers per chunk differ from config.stage_layers");
 
@@ -674,11 +678,13 @@ LoadedPlan planFromJson(const nlohmann::json& doc, std::string_view originView)
         out.memory_limit_gb = metric(m, "memory_limit_gb");
         const json& peaks = m.array("peak_memory_gb", true);
         if (peaks.size() != out.peak_memory_gb.size())
-            m.fail("peak_memory_gb", cat("has ", peaks.size(), " entries, expected one per pipeline rank (", c.pp, ")"));
+            m.fail("peak_memory_gb",
+                   cat("has ", peaks.size(), " entries, expected one per pipeline rank (", c.pp, ")"));
         for (std::size_t r = 0; r < peaks.size(); ++r)
             if (!peaks[r].is_number() || peaks[r].get<double>() != out.peak_memory_gb[r])
-                m.fail("peak_memory_gb", cat("entry ", r, " is ", describeJson(peaks[r]), ", but stages[", r,
-                                             "].memory_gb is ", out.peak_memory_gb[r]));
+                m.fail("peak_memory_gb",
+                       cat("entry ", r, " is ", describeJson(peaks[r]), ", but stages[", r, "].memory_gb is ",
+                           out.peak_memory_gb[r]));
         out.time = timeFromJson(m.object("time"), origin);
         m.checkNoUnknownKeys();
     }
@@ -701,8 +707,8 @@ std::vector<std::string> planStalenessWarnings(const LoadedPlan& plan, const Cos
     const std::string clusterPrint = current.cluster().fingerprint();
     if (clusterPrint != plan.cluster_fingerprint) {
         const auto shape = [](const Cluster& c) { return cat(c.nodes, " x ", c.gpus_per_node, " ", c.device.name); };
-        warnings.push_back(cat("plan was made for a different cluster (fingerprint ", plan.cluster_fingerprint,
-                               " vs ", clusterPrint, "; ", shape(plan.cluster), " then, ", shape(current.cluster()),
+        warnings.push_back(cat("plan was made for a different cluster (fingerprint ", plan.cluster_fingerprint, " vs ",
+                               clusterPrint, "; ", shape(plan.cluster), " then, ", shape(current.cluster()),
                                " now): re-simulating it on the current cluster"));
     }
     if (globalBatch > 0 && globalBatch != plan.global_batch)

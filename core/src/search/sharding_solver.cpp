@@ -9,7 +9,7 @@
 //
 // Strategies (forward layouts of inputs -> outputs; the gradient each input gets back in brackets):
 //   ops with a 2-D weight [in, out] (Linear, MoeRouter)
-//     replicate  R -> R [R]
+//     replicate  R -> R [R]        every device computes the same whole weight gradient: nothing to reduce
 //     batch      T -> T [T]        weight replicated: its gradient is all-reduced over the group
 //     column     R -> F [P]        weight (and bias) split by out features
 //     row        F -> P [F]        weight split by in features; the output gradient must be replicated
@@ -33,11 +33,16 @@
 // layout its gradient is summed in (P allowed: partial contributions add up locally and are reduced once,
 // as Megatron reduces q/k/v's input gradient once).
 //
-// Memory: parameters (x param_memory_factor) where first used, and each saved activation once, in the
-// layout its producer holds it (inputs from outside the op set: in the layout their first saver reads). A
-// consumer that reads a gathered copy of a tensor it saves keeps only the held shard and gathers it again
-// in backward, as Megatron's sequence parallelism does; that re-gather overlaps with the input-gradient
-// GEMM there and is not charged here.
+// Compute (roofline through the CostSource, on one device's share): GEMMs with their per-device [m, k] x
+// [k, n] for the forward, input-gradient and weight-gradient passes; flash attention by FLOPs (backward
+// x 2.5 of the forward's); memory-bound ops by their bytes, backward 1.5x when they have one. Tensors that
+// come from outside the op set arrive in whatever layout their reader wants, free.
+//
+// Memory: parameters (x param_memory_factor) where first used (a tied weight counts once, split as its
+// first user splits it), and each saved activation once, in the layout its producer holds it (inputs from
+// outside the op set: in the layout their first saver reads). A consumer that reads a gathered copy of a
+// tensor it saves keeps only the held shard and gathers it again in backward, as Megatron's sequence
+// parallelism does; that re-gather overlaps with the input-gradient GEMM there and is not charged here.
 #include "shardscape/search/sharding_solver.h"
 
 #include "shardscape/cost/layer_cost.h"

@@ -89,8 +89,9 @@ struct EvaluateOptions
 class CostModel
 {
 public:
+    /** `layers` overrides the module-based grouping (e.g. automatic layer construction); empty = by module. */
     CostModel(std::shared_ptr<const ModelGraph> graph, Cluster cluster, CostParams params = {},
-              std::shared_ptr<const CostSource> source = nullptr);
+              std::shared_ptr<const CostSource> source = nullptr, std::vector<Layer> layers = {});
 
     Evaluation evaluate(const ParallelConfig& config, const Workload& workload, const EvaluateOptions& options = {},
                         std::stop_token stop = {}) const;

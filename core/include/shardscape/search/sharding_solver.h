@@ -119,7 +119,10 @@ struct ShardingCollective
     std::string tensor; ///< the activation (or "<op> weight gradients") it moves
 };
 
-/** The solver's answer. Times are for one micro-batch, forward and backward, on one device. */
+/**
+ * The solver's answer. Times are for one micro-batch, forward and backward, on one device; weight-gradient
+ * all-reduces are counted with every micro-batch (an upper bound under gradient accumulation).
+ */
 struct ShardingPlan
 {
     std::vector<OpSharding> ops; ///< in topological order
