@@ -7,8 +7,6 @@
 #include "shardscape/model/model_source.h"
 #include "shardscape/plan/plan_file.h"
 #include "shardscape/plan/plan_reuse.h"
-#include "shardscape/plan/plan_file.h"
-#include "shardscape/plan/plan_reuse.h"
 #include "shardscape/plan/result_json.h"
 #include "shardscape/search/planner.h"
 #include "shardscape/support/atomic_file.h"

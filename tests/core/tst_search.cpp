@@ -4,6 +4,7 @@
 #include "shardscape/model/model_source.h"
 #include "shardscape/search/planner.h"
 #include "shardscape/search/stage_partition.h"
+#include "shardscape/search/tp_annotation.h"
 #include "shardscape/support/error.h"
 
 #include <QTest>
@@ -268,15 +269,17 @@ private Q_SLOTS:
         PlannerConfig config;
         config.method = PlanMethod::PipeShard;
         config.update_freq = 16;
+        config.layer_num = 2; // Alpa's tutorial: AutoLayerOption(layer_num=2)
         QuietProgress progress;
         const PlanResult r = plan(problem, config, progress);
         QVERIFY(!r.top.empty());
         const Evaluation& best = r.top.front();
         QCOMPARE(best.config.num_microbatches, 16);
         QCOMPARE(best.config.pp, 2);
-        // Two equal halves of the four MLP layers; the loss rides on the last stage.
-        QCOMPARE(best.stages[0].last_layer - best.stages[0].first_layer + 1, 2);
-        QCOMPARE(best.stages[1].last_layer - best.stages[1].first_layer + 1, 3);
+        // Two automatic layers of equal FLOPs (two MLP blocks each, the loss with the second), one per stage.
+        QCOMPARE(r.model->layers().size(), std::size_t {2});
+        QCOMPARE(best.stages[0].first_layer, 0);
+        QCOMPARE(best.stages[1].first_layer, 1);
         QVERIFY(r.explanation.lines.size() >= 2);
     }
 
@@ -290,6 +293,38 @@ private Q_SLOTS:
         QVERIFY(r.min_memory_needed > problem.cluster.device.memory_bytes);
         QVERIFY(r.infeasible.front().peakMemory() <= r.infeasible.back().peakMemory());
         QVERIFY(!r.infeasible.front().reason.empty());
+    }
+
+    void intraOpSolverRecoversMegatronRolesForUnannotatedGraphs()
+    {
+        // Strip the builder's Megatron roles (what an ONNX import looks like) and let the solver find them again.
+        BuildOptions options;
+        options.seq_len = 2048;
+        const auto original = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        const auto bare = std::make_shared<const ModelGraph>(withoutTensorParallelRoles(*original));
+        QVERIFY(!hasTensorParallelRoles(*bare));
+        const Cluster cluster = loadCluster("h100-sxm", 1, 8);
+        std::string note;
+        const auto layers = layersByModule(*bare);
+        for (const char* solver : {"dp", "ilp"}) {
+            PlannerConfig config;
+            config.solver = solver;
+            const auto annotated = withShardingRoles(bare, layers, cluster, CostParams {}, config, &note);
+            QVERIFY2(note.find("intra-op solver") != std::string::npos, note.c_str());
+            CostModel megatron(original, cluster);
+            CostModel solved(annotated, cluster);
+            ParallelConfig tp8;
+            tp8.tp = 8;
+            for (std::size_t l = 0; l < megatron.layers().size(); ++l) {
+                const LayerCost& a = megatron.layerCost(l, tp8);
+                const LayerCost& b = solved.layerCost(l, tp8);
+                if (megatron.layers()[l].kind != LayerKind::Block)
+                    continue;
+                QVERIFY2(std::fabs(a.tp_comm - b.tp_comm) <= 1e-12 * a.tp_comm, solver);
+                QVERIFY2(std::fabs(a.forward - b.forward) <= 1e-9 * a.forward, solver);
+                QCOMPARE(a.activation_bytes, b.activation_bytes);
+            }
+        }
     }
 
     void badProblemsAreInputErrors()

@@ -48,7 +48,7 @@ bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
         && a.load_plan_path == b.load_plan_path && a.save_plan_path == b.save_plan_path
         && a.partition_constraints_path == b.partition_constraints_path && a.is_train == b.is_train
         && a.verbose == b.verbose && a.ignore_small_tensor_threshold == b.ignore_small_tensor_threshold
-        && a.method == b.method && a.max_cp == b.max_cp;
+        && a.method == b.method && a.max_cp == b.max_cp && a.layer_num == b.layer_num;
 }
 
 /** Every field away from its default (and values that are not round in binary). */
@@ -89,6 +89,7 @@ PlannerConfig unusualConfig()
     c.ignore_small_tensor_threshold = 4096;
     c.method = PlanMethod::PipeShard;
     c.max_cp = 4;
+    c.layer_num = 12;
     return c;
 }
 
@@ -134,7 +135,7 @@ private Q_SLOTS:
             allKeys.push_back(item.key());
         std::sort(fileKeys.begin(), fileKeys.end());
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
-        QCOMPARE(allKeys.size(), std::size_t {34}); // 32 AutoDist keys + method + max_cp
+        QCOMPARE(allKeys.size(), std::size_t {35}); // 32 AutoDist keys + method + max_cp + layer_num
     }
 
     void roundTrip()

@@ -28,7 +28,9 @@ PlanResult reusePlan(const Problem& problem, const PlannerConfig& config, Progre
     params.opt_resident_coef = config.opt_resident_coef;
     params.opt_transient_coef = config.opt_transient_coef;
     PlanResult result;
-    auto model = std::make_shared<const CostModel>(problem.graph, cluster, params);
+    std::vector<Layer> layers = planningLayers(*problem.graph, config);
+    const auto graph = withShardingRoles(problem.graph, layers, cluster, params, config);
+    auto model = std::make_shared<const CostModel>(graph, cluster, params, nullptr, std::move(layers));
     result.model = model;
     const auto log = [&](std::string line) {
         progress.log(line);

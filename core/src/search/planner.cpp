@@ -4,9 +4,11 @@
 // candidate's enumeration index, never by thread timing.
 #include "shardscape/search/planner.h"
 
+#include "shardscape/model/layer_construction.h"
 #include "shardscape/search/candidate_space.h"
 #include "shardscape/search/explain.h"
 #include "shardscape/search/stage_partition.h"
+#include "shardscape/search/tp_annotation.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/strings.h"
 #include "shardscape/support/units.h"
@@ -201,7 +203,11 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     params.opt_resident_coef = config.opt_resident_coef;
     params.opt_transient_coef = config.opt_transient_coef;
     PlanResult result;
-    auto model = std::make_shared<const CostModel>(problem.graph, cluster, params);
+    std::string layerNote;
+    std::vector<Layer> layers = planningLayers(*problem.graph, config, &layerNote);
+    std::string shardingNote;
+    const auto graph = withShardingRoles(problem.graph, layers, cluster, params, config, &shardingNote);
+    auto model = std::make_shared<const CostModel>(graph, cluster, params, nullptr, std::move(layers));
     result.model = model;
 
     Workload workload;
@@ -214,6 +220,11 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
         progress.log(line);
         result.log.push_back(std::move(line));
     };
+
+    if (!layerNote.empty())
+        log(layerNote);
+    if (!shardingNote.empty())
+        log(shardingNote);
 
     // Phase 1: enumerate.
     progress.progress("enumerating", 0, 1);
@@ -344,6 +355,55 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     result.counts.elapsed_s = secondsSince(start);
     log(cat("elapsed time to plan : ", fixed(result.counts.elapsed_s, 3), " s"));
     return result;
+}
+
+std::shared_ptr<const ModelGraph> withShardingRoles(std::shared_ptr<const ModelGraph> graph,
+                                                    const std::vector<Layer>& layers, const Cluster& cluster,
+                                                    const CostParams& params, const PlannerConfig& config,
+                                                    std::string* note)
+{
+    if (hasTensorParallelRoles(*graph) || cluster.gpus_per_node < 2)
+        return graph;
+    ShardingOptions options;
+    options.tp = 1;
+    while (options.tp * 2 <= std::min(cluster.gpus_per_node, 8))
+        options.tp *= 2;
+    options.solver = config.solver;
+    options.memory_granularity = config.memory_granularity;
+    options.ignore_small_tensor_threshold = config.ignore_small_tensor_threshold;
+    options.param_memory_factor = 2 + config.opt_resident_coef;
+    if (!config.partition_constraints_path.empty())
+        options.constraints = loadPartitionConstraints(config.partition_constraints_path);
+    const auto source = makeDatasheetCostSource(cluster, params);
+    TpAnnotationReport report;
+    auto annotated
+        = std::make_shared<const ModelGraph>(annotateTensorParallel(*graph, layers, *source, options, &report));
+    if (note) {
+        *note = cat("no tensor-parallel roles in the graph: the intra-op solver (", report.solver, ") split it at tp ",
+                    report.tp, ": ", report.column, " column, ", report.row, " row, ", report.heads, " heads, ",
+                    report.local, " local, ", report.replicated, " replicated ops");
+        for (const auto& warning : report.warnings)
+            *note += "; " + warning;
+    }
+    return annotated;
+}
+
+std::vector<Layer> planningLayers(const ModelGraph& graph, const PlannerConfig& config, std::string* note)
+{
+    if (config.layer_num > 0) {
+        auto layers = constructLayers(graph, config.layer_num);
+        if (note)
+            *note = cat("automatic layer construction: ", layers.size(), " layers (layer_num ", config.layer_num, ")");
+        return layers;
+    }
+    try {
+        return layersByModule(graph);
+    } catch (const InputError&) {
+        const int count = static_cast<int>(std::min<std::size_t>(graph.ops().size(), 32));
+        if (note)
+            *note = cat("no repeated blocks in the module paths: automatic layer construction into ", count, " layers");
+        return constructLayers(graph, count);
+    }
 }
 
 std::string selectedConfigLine(const Evaluation& e)

@@ -176,6 +176,7 @@ void validateConfig(const PlannerConfig& c, std::string_view origin)
     checkInteger(origin, "max_cp", c.max_cp, 1, kMaxCp);
     if (!isPowerOfTwo(c.max_cp))
         fail(origin, "max_cp", cat("value ", c.max_cp, " is not a power of two"), "use 1, 2, 4, 8, 16, 32 or 64");
+    checkInteger(origin, "layer_num", c.layer_num, 0, 100000);
 
     // Cross-field consistency.
     if (c.mesh_row > 0 && c.mesh_col > 0 && c.world_size > 0
@@ -307,6 +308,7 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
         c.method = *parsed;
     }
     c.max_cp = integer("max_cp", 1, kMaxCp, c.max_cp);
+    c.layer_num = integer("layer_num", 0, 100000, c.layer_num);
     f.checkNoUnknownKeys();
     validateConfig(c, origin);
     return c;
@@ -352,7 +354,8 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"verbose", c.verbose},
                  {"ignore_small_tensor_threshold", c.ignore_small_tensor_threshold},
                  {"method", planMethodName(c.method)},
-                 {"max_cp", c.max_cp}};
+                 {"max_cp", c.max_cp},
+                 {"layer_num", c.layer_num}};
 }
 
 } // namespace shardscape

@@ -60,6 +60,22 @@ struct PlanResult
  */
 PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSink& progress, std::stop_token stop = {});
 
+/**
+ * The layers the planner partitions: Alpa's automatic construction when config.layer_num > 0, else by module
+ * path, falling back to min(ops, 32) automatic layers for graphs without repeated blocks. `note` says which.
+ */
+std::vector<Layer> planningLayers(const ModelGraph& graph, const PlannerConfig& config, std::string* note = nullptr);
+
+/**
+ * For a graph without tensor-parallel roles (an ONNX import, a hand-written native graph), the intra-op sharding
+ * solver (config.solver: dp or ilp, honouring partition_constraints_path) picks each op's split at the node's
+ * tensor-parallel width and the roles it finds are written into a copy; annotated graphs are returned as they are.
+ */
+std::shared_ptr<const ModelGraph> withShardingRoles(std::shared_ptr<const ModelGraph> graph,
+                                                    const std::vector<Layer>& layers, const Cluster& cluster,
+                                                    const CostParams& params, const PlannerConfig& config,
+                                                    std::string* note = nullptr);
+
 /** The MoAI one-liner for a plan: "num_stages : 2, num_micro_batches : 4, batch_per_device : 1, TP 2, ..." */
 std::string selectedConfigLine(const Evaluation& evaluation);
 

@@ -68,6 +68,10 @@ struct PlannerConfig
     PlanMethod method = PlanMethod::Auto;
     /** Not an AutoDist key: search context parallelism ("max_cp" in JSON, 1 = off). */
     int max_cp = 8;
+    /** Not an AutoDist key: Alpa's automatic layer construction ("layer_num" in JSON): cluster the ops into this
+        many layers before stage partitioning; 0 = group by module path (graphs without repeated blocks then get
+        min(ops, 32) automatic layers). */
+    int layer_num = 0;
 
     /** Throws InputError naming the key when a value is out of range or inconsistent. */
     void validate() const;

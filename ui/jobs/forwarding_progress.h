@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "shardscape/support/progress.h"
+
+#include <QString>
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+
+namespace shardscape::ui {
+
+/**
+ * A ProgressSink that search threads call and that hands progress and log lines to a receiver's (GUI) thread as
+ * queued calls. Throttled: a phase's progress is sent when the phase changes, when it finishes or when it moved by
+ * at least 0.1% since the last one sent, so a million-candidate search posts at most about a thousand events.
+ * Thread-safe. The receiver must outlive the job (JobTracker waits for its workers before its context dies).
+ */
+class ForwardingProgress final : public ProgressSink
+{
+public:
+    using ProgressHandler = std::function<void(const QString& phase, quint64 done, quint64 total)>;
+    using LogHandler = std::function<void(const QString& line)>;
+
+    ForwardingProgress(QObject* receiver, ProgressHandler onProgress, LogHandler onLog);
+
+    void progress(const std::string& phase, std::uint64_t done, std::uint64_t total) override;
+    void log(const std::string& line) override;
+
+    /** Progress updates posted so far (tests check the throttle). */
+    std::uint64_t postedCount() const;
+
+private:
+    QObject* m_receiver;
+    ProgressHandler m_onProgress;
+    LogHandler m_onLog;
+    mutable std::mutex m_mutex;
+    std::string m_phase;
+    std::uint64_t m_lastPermille = 0;
+    std::uint64_t m_posted = 0;
+};
+
+} // namespace shardscape::ui

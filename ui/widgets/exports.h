@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "jobs/plan_request.h"
+
+#include <QByteArray>
+#include <QString>
+
+namespace shardscape::ui {
+
+/**
+ * Writes `data` to `path` atomically with QSaveFile (a temporary file renamed over the target on commit), so a
+ * failure leaves the old file untouched. Throws InputError with the cause and a way out.
+ */
+void saveFileAtomically(const QString& path, const QByteArray& data);
+
+/** The plan file document (shardscape.plan/1, planToJson) of one evaluated candidate, pretty-printed. */
+QByteArray planFileText(const Evaluation& chosen, const CostModel& model, const PlanRequest& request);
+
+/** The result document (shardscape.result/1, resultJson): every candidate, feasible first, and the search counts. */
+QByteArray resultFileText(const PlanResult& result);
+
+/** The timeline as Chrome Trace Event JSON (Perfetto, chrome://tracing). InputError when it has no events. */
+QByteArray chromeTraceText(const Evaluation& evaluation);
+
+} // namespace shardscape::ui
