@@ -13,7 +13,9 @@
 #include "calibration_rows.h"
 
 #include "shardscape/cost/layer_cost.h"
+#include "shardscape/model/model_source.h"
 #include "shardscape/support/strings.h"
+#include "shardscape/support/units.h"
 
 #include <algorithm>
 #include <chrono>
@@ -90,7 +92,8 @@ void printOps(const Case& c, const CostParams& params, const DeviceOverrides& de
 {
     const CostModel model = makeCostModel(c, params, devices);
     const auto& layers = model.layers();
-    const auto block = std::find_if(layers.begin(), layers.end(), [](const Layer& l) { return l.kind == LayerKind::Block; });
+    const auto block
+        = std::find_if(layers.begin(), layers.end(), [](const Layer& l) { return l.kind == LayerKind::Block; });
     if (block == layers.end())
         return;
     const auto producer = model.graph().producers();
@@ -167,6 +170,45 @@ bool setParam(CostParams& params, DeviceOverrides& devices, const std::string& a
         }
     }
     return false;
+}
+
+/** Practitioners' reference point: Llama-2-7B on one 8x H100 SXM node with FSDP reaches 40-55% MFU. */
+void printSanity(const CostParams& params, const DeviceOverrides& devices)
+{
+    BuildOptions options;
+    options.batch = 1;
+    options.seq_len = 4096;
+    auto graph
+        = std::make_shared<const ModelGraph>(buildFromHfConfig(modelPresetConfig("llama2-7b"), options, "llama2-7b"));
+    Cluster cluster;
+    cluster.device = devicePreset("h100-sxm");
+    if (const auto it = devices.find("h100-sxm"); it != devices.end()) {
+        if (it->second.matmul > 0)
+            cluster.device.matmul_efficiency = it->second.matmul;
+        if (it->second.attention > 0)
+            cluster.device.attention_efficiency = it->second.attention;
+    }
+    cluster.nodes = 1;
+    cluster.gpus_per_node = 8;
+    const CostModel model(graph, cluster, params);
+    std::printf("\nSanity: Llama-2-7B, 8x H100 SXM, FSDP (ZeRO-3), seq 4096:\n");
+    for (const int mb : {1, 2, 4}) {
+        for (const auto recompute : {RecomputeKind::None, RecomputeKind::Full}) {
+            ParallelConfig c;
+            c.dp = 8;
+            c.zero_stage = 3;
+            c.micro_batch = mb;
+            c.num_microbatches = 1;
+            c.recompute = recompute;
+            Workload w;
+            w.global_batch = c.globalBatch();
+            w.seq_len = options.seq_len;
+            const Evaluation e = model.evaluate(c, w);
+            std::printf("  micro-batch %d, recompute %-4s: MFU %.1f%%, HFU %.1f%%, %.0f tokens/s/GPU, peak %.1f GB%s\n",
+                        mb, std::string(recomputeName(recompute)).c_str(), 100 * e.mfu, 100 * e.hfu, e.tokens_per_s / 8,
+                        e.peakMemory() / 1e9, e.feasible ? "" : " (over memory)");
+        }
+    }
 }
 
 struct Result
@@ -321,6 +363,16 @@ int main(int argc, char** argv)
     printStats("rows without caveats", clean, markdown);
     for (const auto& [series, errors] : bySeries)
         printStats(series.c_str(), errors, markdown);
+    std::printf("\nPeak memory where the row states it (not calibrated; for information):\n");
+    for (const auto& [c, p] : results) {
+        if (c.published_peak_memory_gib <= 0)
+            continue;
+        const double predicted = p.evaluation.peakMemory() / units::kGiB;
+        std::printf("  %-48s measured %6.1f GiB  predicted %6.1f GiB  %+6.1f%%\n", c.id.c_str(),
+                    c.published_peak_memory_gib, predicted, 100 * (predicted / c.published_peak_memory_gib - 1));
+    }
+
     std::printf("\n%zu rows simulated, %zu not, in %.2f s\n", results.size(), skipped.size(), seconds);
+    printSanity(params, devices);
     return 0;
 }

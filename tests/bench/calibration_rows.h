@@ -13,6 +13,7 @@
 #include "shardscape/hardware/cluster.h"
 #include "shardscape/model/hf_config.h"
 #include "shardscape/support/strings.h"
+#include "shardscape/support/units.h"
 
 #include <nlohmann/json.hpp>
 
@@ -77,11 +78,13 @@ struct Case
     std::string device; ///< device preset
     int gpus_per_node = 8;
     double inter_node_bandwidth = 0; ///< bytes/s per GPU per direction when the row states its NICs; 0 = preset
+    double memory_bytes = 0; ///< the row's stated GPU memory (gpu_memory_gb, read as GiB like the presets); 0 = preset
     ParallelConfig config;
     std::int64_t global_batch = 0; ///< sequences per step as simulated (dp x micro-batch x micro-batches)
 
     Metric metric = Metric::TflopsMegatron4Pass;
     double published = 0; ///< the row's figure in `metric`
+    double published_peak_memory_gib = 0; ///< measured peak memory per GPU where the row states it (GiB), else 0
     double metric_peak = 0; ///< FLOP/s the source divides by (MFU metrics)
 };
 
@@ -244,7 +247,7 @@ struct Sc21Script
     int layers_per_virtual_stage; ///< 0 = no interleaving
 };
 inline constexpr Sc21Script kSc21Table1[] = {
-    {1.7, 16, 0}, {3.6, 16, 0}, {7.5, 16, 0}, {18.4, 8, 0}, {39.1, 4, 0},
+    {1.7, 16, 0}, {3.6, 16, 0},  {7.5, 16, 0},  {18.4, 8, 0},  {39.1, 4, 0},
     {76.1, 2, 5}, {145.6, 2, 5}, {310.1, 1, 3}, {529.6, 1, 1}, {1008.0, 1, 0},
 };
 
@@ -287,8 +290,9 @@ inline double statedInterNodeBandwidth(const std::string& interconnect, int gpus
     SDPA outputs except every second mm (wk, wo, w3 of each block), recomputes everything else. */
 inline std::vector<std::string> torchtitanPerOpModules()
 {
-    return {"input_layernorm", "post_attention_layernorm", "self_attn.rotary", "self_attn.k_proj",
-            "self_attn.o_proj", "mlp.act",           "mlp.up_proj"};
+    return {"input_layernorm",  "post_attention_layernorm", "self_attn.rotary",
+            "self_attn.k_proj", "self_attn.o_proj",         "mlp.act",
+            "mlp.up_proj"};
 }
 
 /** torchtitan's per-layer selective AC (selective_ac_option = '2'): every second block fully recomputed. */
@@ -312,30 +316,27 @@ inline Case makeCase(const nlohmann::json& row)
     c.model = text(row, "model_name");
     c.gpus = static_cast<int>(optInt(row, "num_gpus").value_or(0));
 
-    const auto rules = seriesRules(c.series);
-    if (!rules) {
-        c.reason = cat("no conversion rules for series '", c.series, "'");
-        return c;
-    }
-    c.metric = rules->metric;
-    c.assumptions.push_back(rules->note);
-
     // --- what has to be there -------------------------------------------------------------------------------
+    // FSDP-only series (torchtitan, llm-foundry) state no pipeline degree because they have none.
+    const bool fsdpOnly = c.series.starts_with("torchtitan") || c.series.starts_with("mosaicml");
     std::vector<std::string> missing;
-    for (const char* key : {"num_layers", "hidden_size", "num_attention_heads", "seq_length", "num_gpus"})
+    for (const char* key :
+         {"num_layers", "hidden_size", "num_attention_heads", "seq_length", "num_gpus", "global_batch_size"})
         if (isNull(row, key))
             missing.push_back(key);
-    if (isNull(row, "global_batch_size"))
-        missing.push_back("global_batch_size");
-    const bool ppUnknown = isNull(row, "pipeline_parallel") && isNull(row, "model_parallel_size");
-    if (ppUnknown && !c.series.starts_with("torchtitan") && !c.series.starts_with("mosaicml"))
+    if (isNull(row, "pipeline_parallel") && !fsdpOnly)
         missing.push_back("pipeline_parallel");
-    if (c.series == "opt_175b_production")
-        missing.push_back("metric definition ('up to' a peak, counting method not stated)");
+    if (isNull(row, "data_parallel") && isNull(row, "pipeline_parallel") && !fsdpOnly)
+        missing.push_back("data_parallel");
+    const auto rules = seriesRules(c.series);
+    if (!rules)
+        missing.push_back(cat("a FLOP-counting rule for the published figure (", text(row, "tflops_metric"), ")"));
     if (!missing.empty()) {
         c.reason = cat("not stated: ", join(missing));
         return c;
     }
+    c.metric = rules->metric;
+    c.assumptions.push_back(rules->note);
 
     // --- the model --------------------------------------------------------------------------------------------
     TransformerShape& t = c.shape;
@@ -398,10 +399,12 @@ inline Case makeCase(const nlohmann::json& row)
     if (contains(gpuType, "500W") || contains(gpuType, "500 W") || contains(gpuType, "lower-TDP")
         || contains(text(row, "interconnect"), "500W power limit"))
         c.caveats.push_back("H100 96 GB HBM2e at a 500 W power cap, costed as a 700 W H100 SXM (predicts too high)");
+    // The torchtitan 2024-12 H100s have 96 GB: feasibility is judged against the stated memory, not the preset's.
+    c.memory_bytes = optNumber(row, "gpu_memory_gb").value_or(0) * units::kGiB;
     c.inter_node_bandwidth = statedInterNodeBandwidth(text(row, "interconnect"), c.gpus_per_node);
     if (c.inter_node_bandwidth > 0)
-        c.assumptions.push_back(cat("inter-node bandwidth from the stated NICs: ", fixed(c.inter_node_bandwidth / 1e9, 2),
-                                    " GB/s per GPU"));
+        c.assumptions.push_back(cat(
+            "inter-node bandwidth from the stated NICs: ", fixed(c.inter_node_bandwidth / 1e9, 2), " GB/s per GPU"));
 
     // --- the parallel configuration ---------------------------------------------------------------------------
     ParallelConfig& p = c.config;
@@ -475,8 +478,8 @@ inline Case makeCase(const nlohmann::json& row)
         microBatch = script->micro_batch;
         if (script->layers_per_virtual_stage > 0 && p.pp > 1)
             p.vpp = static_cast<int>(t.num_layers / p.pp / script->layers_per_virtual_stage);
-        c.assumptions.push_back(cat("micro_batch_size null: ", microBatch, ", vpp ", p.vpp,
-                                    " (Megatron-LM examples/sc21/run_table_1.sh)"));
+        c.assumptions.push_back(
+            cat("micro_batch_size null: ", microBatch, ", vpp ", p.vpp, " (Megatron-LM examples/sc21/run_table_1.sh)"));
     } else if (c.series.starts_with("torchtitan")) {
         // micro_batch_size holds torchtitan's local batch per data-parallel rank. With PP torchtitan splits it
         // into pipeline_parallel_microbatches, by default the number of stages (pp x stages per rank, 2 for
@@ -486,8 +489,8 @@ inline Case makeCase(const nlohmann::json& row)
             p.vpp = contains(schedule, "interleaved") ? 2 : 1;
             const std::int64_t stages = static_cast<std::int64_t>(p.pp) * p.vpp;
             microBatch = std::max<std::int64_t>(1, local / stages);
-            c.assumptions.push_back(cat("PP micro-batches: torchtitan default (", stages, " = stages), ", microBatch,
-                                        " sequences each"));
+            c.assumptions.push_back(
+                cat("PP micro-batches: torchtitan default (", stages, " = stages), ", microBatch, " sequences each"));
         } else {
             microBatch = local;
         }
@@ -525,12 +528,20 @@ inline Case makeCase(const nlohmann::json& row)
         c.metric_peak = (a100 ? 312 : 989) * 1e12;
         break;
     }
+    c.published_peak_memory_gib = optNumber(row, "peak_memory_gib").value_or(0);
     if (c.published <= 0) {
         c.reason = cat("no published figure for ", metricName(c.metric));
         return c;
     }
-    if (c.series.starts_with("torchtitan") && !contains(text(row, "framework"), "compile"))
+    const std::string framework = text(row, "framework");
+    if (c.series.starts_with("torchtitan") && !contains(framework, "compile"))
         c.caveats.push_back("eager mode (no torch.compile): unfused elementwise kernels (predicts too high)");
+    if (contains(toLower(framework), "asynctp") || contains(toLower(framework), "async tp"))
+        c.caveats.push_back("async TP overlaps the TP collectives with the GEMMs; the model exposes them (predicts too "
+                            "low)");
+    if (c.series == "megatron_lm_readme_h100_weak_scaling_2024" && p.tp > 1)
+        c.caveats.push_back("overlap flags (--tp-comm-overlap, --overlap-param-gather) hide TP collectives and the "
+                            "weight all-gather; the model exposes them (predicts too low)");
     if (c.series == "gpt_neox_20b_production")
         c.caveats.push_back("counting method of the 117 TFLOP/s not verified (assumed GPT-NeoX's get_flops)");
     c.simulable = true;
@@ -577,6 +588,7 @@ inline Prediction predict(const Case& c, const CostParams& params = {}, const De
     Workload workload;
     workload.global_batch = c.global_batch;
     workload.seq_len = c.seq_len;
+    workload.memory_limit_bytes = c.memory_bytes;
     EvaluateOptions options;
     options.record_timeline = false;
     options.require_full_cluster = c.gpus % c.gpus_per_node == 0;
@@ -607,8 +619,7 @@ inline Prediction predict(const Case& c, const CostParams& params = {}, const De
         const double groups = static_cast<double>(t.num_kv_heads) / static_cast<double>(t.num_heads);
         const double glu = t.gated_mlp ? 1.5 : 1.0;
         const double f = static_cast<double>(t.ffn_hidden) / h;
-        const double flops
-            = 12 * B * s * l * h * h * ((1 + groups + s / h) * q + f * glu + V / (2 * l * h));
+        const double flops = 12 * B * s * l * h * h * ((1 + groups + s / h) * q + f * glu + V / (2 * l * h));
         out.value = flops / (e.step_time * gpus) / 1e12;
         break;
     }

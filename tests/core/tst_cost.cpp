@@ -142,11 +142,13 @@ private Q_SLOTS:
         QTest::addColumn<double>("weights");
         QTest::addColumn<double>("grads");
         QTest::addColumn<double>("optimizer");
-        // bf16 weights 2 B, bf16 gradients 2 B, Adam fp32 master + two moments 12 B; dp = 8 shards.
-        QTest::newRow("zero0") << 0 << 2.0 << 2.0 << 12.0;
-        QTest::newRow("zero1") << 1 << 2.0 << 2.0 << 12.0 / 8;
-        QTest::newRow("zero2") << 2 << 2.0 << 2.0 / 8 << 12.0 / 8;
-        QTest::newRow("zero3") << 3 << 2.0 / 8 << 2.0 / 8 << 12.0 / 8;
+        // bf16 weights 2 B, gradients CostParams::grad_bytes (fp32 by default), Adam fp32 master + two moments
+        // 12 B; dp = 8 shards.
+        const double g = CostParams {}.grad_bytes;
+        QTest::newRow("zero0") << 0 << 2.0 << g << 12.0;
+        QTest::newRow("zero1") << 1 << 2.0 << g << 12.0 / 8;
+        QTest::newRow("zero2") << 2 << 2.0 << g / 8 << 12.0 / 8;
+        QTest::newRow("zero3") << 3 << 2.0 / 8 << g / 8 << 12.0 / 8;
     }
     void bytesPerParameterFollowZero()
     {

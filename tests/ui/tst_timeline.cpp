@@ -249,7 +249,7 @@ private Q_SLOTS:
 
         sendWheel(view.viewport(), cursor, QPoint(0, 3 * 120));
         const double zoomedSpan = view.axis().span();
-        QVERIFY(zoomedSpan < fitSpan / 4);
+        QVERIFY(std::abs(zoomedSpan - fitSpan / 4) < 1e-9 * fitSpan); // four notches of sqrt(2)
         QVERIFY(std::abs(view.axis().toTime(400) - anchor) < 1e-9 * fitSpan);
         QVERIFY(view.horizontalScrollBar()->maximum() > 0);
 
@@ -346,7 +346,7 @@ private Q_SLOTS:
         const int idleX = view.plotLeft() + static_cast<int>(view.axis().toX(0.036));
         QHelpEvent idle(QEvent::ToolTip, QPoint(idleX, pos.y()), view.viewport()->mapToGlobal(QPoint(idleX, pos.y())));
         QApplication::sendEvent(view.viewport(), &idle);
-        QVERIFY(!QToolTip::isVisible() || !QToolTip::text().contains(QStringLiteral("micro-batch")));
+        QTRY_VERIFY(!QToolTip::isVisible());
     }
 
     void exportsPngAndSvg()

@@ -3,6 +3,7 @@
 
 #include "shardscape/support/progress.h"
 
+#include <QObject>
 #include <QString>
 
 #include <cstdint>

@@ -34,7 +34,8 @@ void TimeAxis::setRange(double start, double end)
         std::swap(start, end);
     const double dataSpan = m_dataEnd - m_dataStart;
     double span = end - start;
-    if (span >= dataSpan) {
+    // Within rounding of the data span counts as all of it, so zooming in and back out ends fitted.
+    if (span >= dataSpan * (1 - 1e-12)) {
         m_start = m_dataStart;
         m_end = m_dataEnd;
         return;

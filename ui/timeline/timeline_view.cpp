@@ -227,6 +227,7 @@ void TimelineView::rebuildLanes()
 {
     m_lanes.clear();
     m_kindsPresent.fill(false);
+    m_multipleChunks = false;
     m_summary.clear();
     double dataEnd = 0;
     if (m_sim && !m_sim->events.empty()) {
@@ -270,6 +271,15 @@ void TimelineView::rebuildLanes()
                 running = std::max(running, lane.events[i].start + lane.events[i].duration);
                 lane.maxEnd[i] = running;
             }
+        }
+        m_ranks = ranks;
+        std::vector<int> stageOfRank(static_cast<std::size_t>(ranks), -1);
+        for (const auto& e : m_sim->events) {
+            if (e.stream != 0 || e.rank < 0 || e.microbatch < 0)
+                continue;
+            int& seen = stageOfRank[static_cast<std::size_t>(e.rank)];
+            m_multipleChunks = m_multipleChunks || (seen >= 0 && seen != e.stage);
+            seen = e.stage;
         }
         dataEnd = std::max(dataEnd, m_sim->step_time);
         const QLocale locale;
@@ -333,6 +343,26 @@ void TimelineView::relayout()
     m_labelWidth = kMargin + rankLabel + 10 + streamLabel + kMargin;
     m_rulerHeight = fm.height() + 12;
 
+    layoutHeader(viewport()->width());
+
+    // Few ranks: grow the compute lanes into the free height (up to 2.5x), so boxes and labels are
+    // easy to hit; many ranks: the base height and a vertical scroll bar.
+    const int computeHeight = fm.height() + 10;
+    const int streamHeight = smallFm.height() + 4;
+    int baseHeight = 0;
+    int ranks = 0;
+    for (std::size_t i = 0; i < m_lanes.size(); ++i) {
+        baseHeight += m_lanes[i].stream == 0 ? computeHeight : streamHeight;
+        if (i == 0 || m_lanes[i - 1].rank != m_lanes[i].rank) {
+            baseHeight += kRowGap;
+            ++ranks;
+        }
+    }
+    const int freeHeight = viewport()->height() - lanesTop() - baseHeight;
+    const int stretchedCompute = ranks > 0 && freeHeight > 0
+        ? std::min(computeHeight * 5 / 2, computeHeight + freeHeight / ranks)
+        : computeHeight;
+
     m_rankTops.clear();
     int y = 0;
     int previousRank = -1;
@@ -344,12 +374,11 @@ void TimelineView::relayout()
             previousRank = lane.rank;
         }
         lane.top = y;
-        lane.height = lane.stream == 0 ? fm.height() + 10 : smallFm.height() + 4;
+        lane.height = lane.stream == 0 ? stretchedCompute : streamHeight;
         y += lane.height;
     }
     m_contentHeight = y + kRowGap;
 
-    layoutHeader(viewport()->width());
     m_axis.setWidth(viewport()->width() - plotLeft() - kRightMargin);
     updateScrollBars();
     viewport()->update();
@@ -640,15 +669,27 @@ void TimelineView::paintLane(QPainter& painter, const Lane& lane, int y, int plo
     const auto drawBox = [&](const TimelineEvent& e, double x0, double x1) {
         const int ix0 = static_cast<int>(std::floor(x0));
         const int ix1 = std::max(ix0 + 1, static_cast<int>(std::floor(x1)));
-        const QColor color(styleOf(e.kind).color);
-        painter.fillRect(ix0, boxTop, ix1 - ix0, boxHeight, color);
+        QColor color(styleOf(e.kind).color);
         const int w = ix1 - ix0;
+        if (w < 4 && textColorOn(color) == Qt::black)
+            color = color.darker(135); // light colours vanish on white as hairlines
+        painter.fillRect(ix0, boxTop, w, boxHeight, color);
+        // Odd model chunks of an interleaved schedule get a light band on top; a lighter fill would
+        // read as another kind (send forward is light blue).
+        if (m_multipleChunks && e.stream == 0 && (e.stage / m_ranks) % 2 == 1 && boxHeight >= 12)
+            painter.fillRect(ix0, boxTop, w, 3, QColor(255, 255, 255, 150));
         if (w >= 4) // a darker right edge separates back-to-back boxes
             painter.fillRect(ix1 - 1, boxTop, 1, boxHeight, color.darker(150));
         if (w >= 18) {
             QString text = QString::fromUtf8(styleOf(e.kind).letter);
             if (e.microbatch >= 0)
                 text += QString::number(e.microbatch);
+            // Interleaved schedules run several chunks per rank: name the chunk (virtual stage) when it fits.
+            if (m_multipleChunks && e.stream == 0) {
+                const QString withStage = text + QStringLiteral(" · s%1").arg(e.stage);
+                if (fm.horizontalAdvance(withStage) + 8 <= w)
+                    text = withStage;
+            }
             if (fm.horizontalAdvance(text) + 4 <= w) {
                 painter.setPen(textColorOn(color));
                 painter.drawText(QRect(ix0, boxTop, w, boxHeight), Qt::AlignCenter, text);

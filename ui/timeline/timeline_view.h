@@ -135,6 +135,8 @@ private:
     int m_headerWidth = -1; ///< viewport width the header was laid out for
     std::vector<LegendItem> m_legend;
     std::array<bool, 8> m_kindsPresent {};
+    int m_ranks = 1;
+    bool m_multipleChunks = false; ///< some rank runs several virtual stages (interleaved schedule)
     TimeAxis m_axis;
 
     int m_paintedItems = 0;

@@ -242,25 +242,63 @@ LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpG
     return layout;
 }
 
+/**
+ * Which of a layer's ops a recompute-by-modules list selects, relative to the layer. Identical layers (one cost
+ * class) differ here when the list names particular blocks, e.g. torchtitan's AC of every second block
+ * ["model.layers.1", "model.layers.3", ...]. Calibration fix: such layers shared the first block's cached cost,
+ * so no block or every block was recomputed.
+ */
+std::string recomputePattern(const ModelGraph& graph, const Layer& layer, const std::vector<std::string>& modules)
+{
+    std::string pattern;
+    for (const auto id : layer.ops) {
+        const std::string matched = matchedModule(graph.op(id).module, modules);
+        if (matched.empty())
+            pattern += '-';
+        else if (startsWith(matched, layer.name))
+            pattern += '+' + matched.substr(layer.name.size()); // inside this layer: layer-specific
+        else
+            pattern += '^' + matched; // an ancestor of every layer (or ROOT): the same for all of them
+        pattern += ';';
+    }
+    return pattern;
+}
+
 } // namespace
 
 const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c) const
 {
     const LayerLayout layout = layoutOf(c, groupShape(c, "tp"), groupShape(c, "cp"), m_cluster.gpus_per_node);
     const std::size_t representative = m_classRepresentative[static_cast<std::size_t>(m_classOf[layer])];
-    std::string key = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.sequence_parallel, ',',
-                          c.micro_batch, ',', static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',',
-                          layout.tp_group.per_node, ',', layout.cp_group.per_node, ',', layout.ep_group.per_node);
+    std::size_t subject = representative;
+    std::string pattern;
+    if (c.recompute == RecomputeKind::Modules) {
+        pattern = recomputePattern(*m_graph, m_layers[layer], c.recompute_modules);
+        if (layer != representative
+            && pattern != recomputePattern(*m_graph, m_layers[representative], c.recompute_modules))
+            subject = layer;
+    }
+    std::string key
+        = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.sequence_parallel, ',', c.micro_batch, ',',
+              static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',',
+              layout.cp_group.per_node, ',', layout.ep_group.per_node, '|', pattern);
     std::lock_guard lock(m_cacheMutex);
     auto& slot = m_cache[key];
     if (!slot)
-        slot = std::make_unique<LayerCost>(
-            computeLayerCost(*m_graph, m_producer, m_layers[representative], layout, *m_source));
+        slot
+            = std::make_unique<LayerCost>(computeLayerCost(*m_graph, m_producer, m_layers[subject], layout, *m_source));
     return *slot;
 }
 
 std::vector<const LayerCost*> CostModel::layerCosts(const ParallelConfig& c) const
 {
+    if (c.recompute == RecomputeKind::Modules) {
+        // The list may select modules of particular layers: look every layer up (layerCost shares what it can).
+        std::vector<const LayerCost*> out(m_layers.size());
+        for (std::size_t l = 0; l < out.size(); ++l)
+            out[l] = &layerCost(l, c);
+        return out;
+    }
     std::vector<const LayerCost*> byClass(m_classRepresentative.size());
     for (std::size_t k = 0; k < byClass.size(); ++k)
         byClass[k] = &layerCost(m_classRepresentative[k], c);

@@ -86,9 +86,9 @@ constexpr std::size_t kDTypeCount = std::tuple_size_v<decltype(DeviceSpec::peak_
 static_assert(static_cast<std::size_t>(DType::Bool) + 1 == kDTypeCount, "peak_flops must cover every DType");
 
 const std::vector<std::string> kDeviceKeys {
-    "schema",     "name",       "display_name", "memory_gib",        "hbm_bandwidth_gb_s",
-    "tdp_watts",  "peak_tflops", "gpus_per_node", "intra_node",      "inter_node",
-    "source",     "notes",      "matmul_efficiency", "attention_efficiency"};
+    "schema",    "name",        "display_name",      "memory_gib",          "hbm_bandwidth_gb_s",
+    "tdp_watts", "peak_tflops", "gpus_per_node",     "intra_node",          "inter_node",
+    "source",    "notes",       "matmul_efficiency", "attention_efficiency"};
 const std::vector<std::string> kLinkKeys {"kind", "bandwidth_gb_s", "latency_us", "notes"};
 const std::vector<std::string> kClusterKeys {"schema", "name",          "notes",      "source",    "device",
                                              "nodes",  "gpus_per_node", "intra_node", "inter_node"};

@@ -91,30 +91,6 @@ LayerRange layersFor(std::size_t start, std::size_t end, std::size_t n, std::siz
     return {first, last};
 }
 
-std::string commonPrefix(const ModelGraph& graph, const std::vector<OpId>& ops)
-{
-    std::string prefix = graph.op(ops.front()).module;
-    for (const auto id : ops) {
-        const std::string& m = graph.op(id).module;
-        std::size_t n = 0;
-        while (n < prefix.size() && n < m.size() && prefix[n] == m[n])
-            ++n;
-        prefix.resize(n);
-    }
-    // Back to a whole path component.
-    bool whole = true;
-    for (const auto id : ops) {
-        const std::string& m = graph.op(id).module;
-        if (m.size() > prefix.size() && m[prefix.size()] != '.')
-            whole = false;
-    }
-    if (!whole) {
-        const auto dot = prefix.rfind('.');
-        prefix.resize(dot == std::string::npos ? 0 : dot);
-    }
-    return prefix.empty() ? std::string("layer") : prefix;
-}
-
 LayerKind kindOf(const ModelGraph& graph, const std::vector<OpId>& ops)
 {
     bool embedding = false, loss = false;
@@ -205,7 +181,7 @@ LayerConstruction constructLayersDetailed(const ModelGraph& graph, int layerNum,
     for (const auto end : ends) {
         std::vector<OpId> ops(lin.order.begin() + static_cast<std::ptrdiff_t>(begin),
                               lin.order.begin() + static_cast<std::ptrdiff_t>(end));
-        std::string name = commonPrefix(graph, ops);
+        std::string name = commonModulePrefix(graph, ops, "layer");
         if (const int seen = uses[name]++; seen > 0)
             name = cat(name, "#", seen + 1);
         const LayerKind kind = kindOf(graph, ops);

@@ -78,6 +78,8 @@ std::optional<std::pair<std::string, long>> blockOf(const std::string& module)
     return std::nullopt;
 }
 
+} // namespace
+
 std::string commonModulePrefix(const ModelGraph& graph, const std::vector<OpId>& ops, std::string fallback)
 {
     if (ops.empty())
@@ -90,21 +92,19 @@ std::string commonModulePrefix(const ModelGraph& graph, const std::vector<OpId>&
             ++n;
         prefix.resize(n);
     }
-    // Cut back to a whole path component.
-    if (const auto dot = prefix.rfind('.'); !prefix.empty() && dot != std::string::npos) {
-        bool whole = true;
-        for (const auto id : ops) {
-            const std::string& m = graph.op(id).module;
-            if (m.size() > prefix.size() && m[prefix.size()] != '.')
-                whole = false;
-        }
-        if (!whole)
-            prefix.resize(dot);
+    // Back to a whole path component.
+    bool whole = true;
+    for (const auto id : ops) {
+        const std::string& m = graph.op(id).module;
+        if (m.size() > prefix.size() && m[prefix.size()] != '.')
+            whole = false;
+    }
+    if (!whole) {
+        const auto dot = prefix.rfind('.');
+        prefix.resize(dot == std::string::npos ? 0 : dot);
     }
     return prefix.empty() ? fallback : prefix;
 }
-
-} // namespace
 
 std::vector<Layer> layersByModule(const ModelGraph& graph)
 {

@@ -2,6 +2,7 @@
 #include "shardscape/model/model_source.h"
 
 #include "shardscape/model/native_json.h"
+#include "shardscape/model/onnx_import.h"
 #include "shardscape/support/embedded.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/json_file.h"
@@ -56,9 +57,14 @@ ModelGraph loadModel(const std::string& spec, const BuildOptions& options)
         return buildFromHfConfig(modelPresetConfig(spec), options, toLower(spec));
 
     const std::filesystem::path path(spec);
-    if (endsWith(toLower(spec), ".onnx"))
+    if (endsWith(toLower(spec), ".onnx")) {
+#ifdef SHARDSCAPE_HAVE_ONNX
+        return loadOnnxModel(path, options);
+#else
         throw InputError(cat(spec, ": ONNX import is not available in this build yet"),
                          "export the model's HF config.json, or a native graph .json, and load that");
+#endif
+    }
     const nlohmann::json doc = readJsonFile(path);
     if (!doc.is_object())
         throw InputError(cat(spec, ": expected a JSON object (an HF config.json or a native graph)"));

@@ -233,6 +233,18 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     const std::vector<ParallelConfig> candidates = enumerateCandidates(*model, space, config);
     result.counts.candidates_total = candidates.size();
     result.counts.enumerate_s = secondsSince(start);
+    if (config.verbose) {
+        const auto list = [](const auto& values) {
+            std::vector<std::string> text;
+            for (const auto v : values)
+                text.push_back(cat(v));
+            return join(text, ",");
+        };
+        log(cat("search space : tp {", list(space.tp), "} cp {", list(space.cp), "} pp {", list(space.pp),
+                "} micro-batch {", list(space.micro_batch), "} zero {", list(space.zero), "} ep {", list(space.ep),
+                "} interleaved vpp {", list(space.vpp_interleaved), "}, ", space.recompute.size(),
+                " recomputation modes, ", space.schedules.size(), " pipeline schedules"));
+    }
     log(cat("number of candidates : ", candidates.size()));
     log(cat("elapsed time to build candidates : ", fixed(result.counts.enumerate_s, 3), " s"));
     if (candidates.empty())
@@ -277,6 +289,15 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
             infeasible.push_back(&s);
     }
     result.counts.candidates_feasible = feasible.size();
+    if (config.verbose) {
+        std::size_t pruned = 0, structural = 0;
+        for (const auto& sc : scored) {
+            pruned += sc.pruned ? 1 : 0;
+            structural += !sc.pruned && sc.estimate.stages.empty() ? 1 : 0;
+        }
+        log(cat("pruned by max_pipeline_bubble_ratio / max_pipeline_unbalance_ratio : ", pruned,
+                ", invalid for the model : ", structural, ", over the memory limit : ", infeasible.size()));
+    }
     result.counts.cost_s = secondsSince(costStart);
     log(cat("number of feasible candidates : ", feasible.size()));
     log(cat("elapsed time to cost candidates : ", fixed(result.counts.cost_s, 3), " s"));

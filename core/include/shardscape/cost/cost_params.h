@@ -11,12 +11,18 @@ namespace shardscape {
  */
 struct CostParams
 {
-    /** Fraction of the datasheet dense peak that a large, well-shaped GEMM reaches (cuBLAS bf16). */
-    double matmul_efficiency = 0.78;
-    /** GEMM dimension at which efficiency halves: g(x) = x / (x + matmul_half_dim) per dimension. */
-    double matmul_half_dim = 48;
-    /** Fraction of peak a fused (flash) attention kernel reaches, forward and backward. */
-    double attention_efficiency = 0.55;
+    /** Fraction of the datasheet dense peak that a large, well-shaped GEMM sustains in training (cuBLAS bf16),
+        for devices whose preset states no measured `matmul_efficiency` (a100-*: 0.84, h100-sxm: 0.72). Calibrated
+        2024-25 (tests/bench/calibration_results.md): measured maxima are 0.80-0.86 (MAMF), sustained ~0.71. */
+    double matmul_efficiency = 0.75;
+    /** GEMM dimension at which efficiency halves: g(x) = x / (x + matmul_half_dim) per dimension. 256: a GEMM fills
+        one wave of 128x256 tiles on 100+ SMs only from about 2k x 2k outputs (wave quantization), and short k
+        pays the prologue/epilogue (calibrated; was 48, which made 2k-wide GEMMs 95% efficient). */
+    double matmul_half_dim = 256;
+    /** Fraction of peak a fused (flash) attention kernel reaches, averaged over forward and backward (backward runs
+        2.5x the forward's FLOPs), for devices whose preset states no `attention_efficiency` (a100-*: 0.36,
+        h100-sxm: 0.20). FlashAttention-2 reaches 50-73% of the A100's peak forward but only ~35% of the H100's. */
+    double attention_efficiency = 0.3;
     /** Share of the score blocks a causal attention kernel computes (it skips the masked half). */
     double attention_causal_fraction = 0.5;
     /** Fraction of HBM bandwidth a streaming (memory-bound) kernel reaches. */
@@ -28,8 +34,10 @@ struct CostParams
     double inter_node_efficiency = 0.85;
     /** Fraction of the last micro-batch's backward under which data-parallel gradient sync can hide. */
     double dp_overlap = 0.9;
-    /** Fraction of ZeRO-3 parameter all-gathers hidden under compute by prefetching. */
-    double zero3_prefetch_overlap = 0.8;
+    /** Fraction of ZeRO-3 parameter all-gathers (and per-micro-batch gradient reduce-scatters) hidden under
+        compute by prefetching. 0.6: FSDP prefetches one block ahead, and the NCCL kernels that overlap share the
+        SMs and HBM with the compute they hide under (calibrated against llm-foundry's FSDP runs; was 0.8). */
+    double zero3_prefetch_overlap = 0.6;
     /** Bytes per parameter of the optimizer's resident state in units of the weight size (Adam + fp32
         master weights with 16-bit weights: 6 x 2 B = 12 B), nnScaler's opt_resident_coef. */
     double opt_resident_coef = 6;
@@ -39,8 +47,10 @@ struct CostParams
     double transient_mem_coef = 2;
     /** Runtime reserve per device: CUDA context, cuBLAS workspace, NCCL buffers, allocator fragmentation. */
     double runtime_reserve_bytes = 3.0 * units::kGiB;
-    /** Bytes per gradient element as communicated and stored (bf16). */
-    double grad_bytes = 2;
+    /** Bytes per gradient element as communicated and stored: 4, fp32, as Megatron (accumulate_allreduce_grads_in_fp32,
+        forced on for bf16), FSDP2 (reduce_dtype float32) and Composer's default mixed precision reduce and keep them
+        (was 2). */
+    double grad_bytes = 4;
 };
 
 } // namespace shardscape

@@ -42,6 +42,9 @@ struct Layer
 std::vector<Layer> layersByModule(const ModelGraph& graph);
 
 /** Fills params, FLOPs and activation bytes of a layer made of `ops`. Shared by every way of grouping. */
+/** The longest module path (whole components) shared by `ops`, or `fallback` when they share none. */
+std::string commonModulePrefix(const ModelGraph& graph, const std::vector<OpId>& ops, std::string fallback);
+
 /** `producer` is graph.producers(); `paramSeen` marks parameters already counted by earlier layers. */
 Layer summarizeLayer(const ModelGraph& graph, const std::vector<OpId>& producer, std::string name, LayerKind kind,
                      std::vector<OpId> ops, std::vector<bool>& paramSeen);

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+// shardscape: the desktop app. Parses the command line, then hands over to MainWindow.
+#include "jobs/plan_job.h"
+#include "widgets/main_window.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QPixmap>
+#include <QRegularExpression>
+#include <QTimer>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitInternal = 1;
+constexpr int kExitBadInput = 2;
+
+/** Seconds --screenshot waits for the default plan and its selected row before giving up. */
+constexpr int kScreenshotTimeoutMs = 120'000;
+
+bool haveDisplay()
+{
+    for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) {
+        const char* value = std::getenv(name);
+        if (value && *value)
+            return true;
+    }
+    return false;
+}
+
+} // namespace
+
+int main(int argc, char* argv[])
+{
+    // Without a display Qt would abort with a cryptic platform-plugin error; say what to do instead.
+    if (!haveDisplay()) {
+        std::fprintf(stderr,
+                     "shardscape: no display (DISPLAY, WAYLAND_DISPLAY and QT_QPA_PLATFORM are unset).\n"
+                     "Run it in a desktop session, under xvfb-run, or with QT_QPA_PLATFORM=offscreen "
+                     "together with --screenshot; or use the headless CLI: shardscape-cli plan --model llama2-7b "
+                     "--cluster h100-sxm\n");
+        return kExitBadInput;
+    }
+
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("Shardscape"));
+    QApplication::setApplicationName(QStringLiteral("shardscape"));
+    QApplication::setApplicationDisplayName(QStringLiteral("Shardscape"));
+    QApplication::setApplicationVersion(QStringLiteral(SHARDSCAPE_VERSION));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        QStringLiteral("Plan, simulate and visualize the parallel training of large models on GPU clusters."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                        QStringLiteral("Render the main window to FILE (PNG) once the plan and its "
+                                                       "selected candidate are shown, then exit."),
+                                        QStringLiteral("FILE"));
+    const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1920x1080."),
+                                  QStringLiteral("WxH"));
+    const QCommandLineOption model(QStringLiteral("model"),
+                                   QStringLiteral("Model: a preset name, an HF config.json, a native graph .json or an "
+                                                  ".onnx file (default: llama2-7b, or the last session's)."),
+                                   QStringLiteral("M"));
+    const QCommandLineOption cluster(QStringLiteral("cluster"),
+                                     QStringLiteral("Device preset or cluster .json (default: h100-sxm)."),
+                                     QStringLiteral("C"));
+    const QCommandLineOption nodes(QStringLiteral("nodes"), QStringLiteral("Number of nodes."), QStringLiteral("N"));
+    const QCommandLineOption gpus(QStringLiteral("gpus-per-node"), QStringLiteral("GPUs per node."),
+                                  QStringLiteral("G"));
+    parser.addOptions({screenshot, size, model, cluster, nodes, gpus});
+    parser.process(app);
+
+    shardscape::ui::MainWindowOptions options;
+    const QString screenshotPath = parser.value(screenshot);
+    // A screenshot shows the embedded default whatever the last session left, so that it is reproducible.
+    options.use_settings = screenshotPath.isEmpty();
+    options.model = parser.value(model);
+    options.cluster = parser.value(cluster);
+    bool ok = true;
+    if (parser.isSet(nodes) && ((options.nodes = parser.value(nodes).toInt(&ok)) < 1 || !ok)) {
+        std::fprintf(stderr, "shardscape: --nodes wants a positive whole number, not '%s'\n",
+                     qPrintable(parser.value(nodes)));
+        return kExitBadInput;
+    }
+    if (parser.isSet(gpus) && ((options.gpus_per_node = parser.value(gpus).toInt(&ok)) < 1 || !ok)) {
+        std::fprintf(stderr, "shardscape: --gpus-per-node wants a positive whole number, not '%s'\n",
+                     qPrintable(parser.value(gpus)));
+        return kExitBadInput;
+    }
+    QSize windowSize;
+    if (parser.isSet(size)) {
+        static const QRegularExpression pattern(QStringLiteral("^(\\d+)x(\\d+)$"));
+        const auto match = pattern.match(parser.value(size));
+        if (!match.hasMatch() || match.captured(1).toInt() < 320 || match.captured(2).toInt() < 240) {
+            std::fprintf(stderr, "shardscape: --size wants WIDTHxHEIGHT of at least 320x240, e.g. 1920x1080, not "
+                                 "'%s'\n",
+                         qPrintable(parser.value(size)));
+            return kExitBadInput;
+        }
+        windowSize = QSize(match.captured(1).toInt(), match.captured(2).toInt());
+    }
+
+    shardscape::ui::MainWindow window(options);
+    if (windowSize.isValid())
+        window.resize(windowSize);
+    window.show();
+    if (screenshotPath.isEmpty())
+        return app.exec();
+
+    // --screenshot: wait for the plan and its selected row, let the views paint, grab, quit.
+    int status = kExitOk;
+    QObject::connect(&window, &shardscape::ui::MainWindow::selectionShown, &app, [&] {
+        QTimer::singleShot(300, &app, [&] {
+            if (!window.grab().save(screenshotPath, "PNG")) {
+                std::fprintf(stderr, "shardscape: cannot write %s (choose a folder you can write to)\n",
+                             qPrintable(screenshotPath));
+                status = kExitBadInput;
+            }
+            app.quit();
+        });
+    });
+    QObject::connect(window.planJob(), &shardscape::ui::PlanJob::failed, &app, [&](const QString& message) {
+        std::fprintf(stderr, "shardscape: planning failed: %s\n", qPrintable(message));
+        status = kExitBadInput;
+        app.quit();
+    });
+    QTimer::singleShot(kScreenshotTimeoutMs, &app, [&] {
+        std::fprintf(stderr, "shardscape: the plan was not shown within %d s\n", kScreenshotTimeoutMs / 1000);
+        status = kExitInternal;
+        app.quit();
+    });
+    app.exec();
+    return status;
+}

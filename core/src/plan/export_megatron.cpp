@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: MIT
+// Megatron-LM launch script: torchrun ... pretrain_gpt.py with the arguments of megatron/training/arguments.py
+// (core_v0.15; the same names are generated from dataclasses from core_v0.16 on). Megatron derives DP as
+// world / (TP x PP x CP) and the micro-batches as global / (micro x DP), so the launch shape fixes them.
+// What Megatron cannot express, and how it is written instead:
+// - Stage split: even -> no flag (or --num-layers-per-virtual-pipeline-stage with VPP); a different first and/or
+//   last pipeline rank -> --decoder-first/last-pipeline-num-layers (+ --num-virtual-stages-per-pipeline-rank with
+//   VPP); any other split -> --pipeline-model-parallel-layout, which lists every virtual stage.
+// - ZeRO-1 is --use-distributed-optimizer (--num-distributed-optimizer-instances for zero_ngroups); ZeRO-2/3 are
+//   Megatron-FSDP (--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads / optim_grads_params).
+// - Schedules: Megatron runs 1F1B, or interleaved 1F1B with VPP; GPipe and ZB-H1 are written as 1F1B with a note.
+// - Per-module recomputation maps to --recompute-modules where Megatron has the module (mlp, layernorm, core_attn).
+#include "export_common.h"
+
+#include "shardscape/support/strings.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace shardscape::exporting {
+
+namespace {
+
+using Args = std::vector<std::string>;
+
+void add(Args& args, std::string flag, const std::string& value = {})
+{
+    args.push_back(value.empty() ? std::move(flag) : cat(flag, " ", shellWord(value)));
+}
+
+bool allEqual(const std::vector<int>& values)
+{
+    return std::adjacent_find(values.begin(), values.end(), std::not_equal_to<>()) == values.end();
+}
+
+/** Pipeline split flags for the plan's blocks per virtual stage (virtual stage v = chunk k x pp + rank r). */
+void splitArgs(Context& context, Args& args)
+{
+    const ParallelConfig& c = context.config();
+    if (c.pp == 1)
+        return;
+    const std::vector<int>& d = context.blocks;
+    if (d.empty()) {
+        context.note("the plan's layers are not [embedding, one per block, head] of a transformer: Megatron splits "
+                     "the decoder layers evenly, not as planned");
+        return;
+    }
+    const auto at = [&](int rank, int chunk) { return d[static_cast<std::size_t>(chunk * c.pp + rank)]; };
+    if (allEqual(d)) {
+        if (c.vpp > 1)
+            add(args, "--num-layers-per-virtual-pipeline-stage", cat(d.front()));
+        return;
+    }
+    // Megatron's uneven split: the first and last pipeline ranks take given counts, the others share the rest
+    // evenly, and each rank spreads its layers evenly over its vpp chunks.
+    bool firstLast = true;
+    for (int r = 0; r < c.pp && firstLast; ++r)
+        for (int k = 1; k < c.vpp; ++k)
+            firstLast = firstLast && at(r, k) == at(r, 0);
+    for (int r = 2; r + 1 < c.pp && firstLast; ++r)
+        firstLast = at(r, 0) == at(1, 0);
+    firstLast = firstLast && at(0, 0) > 0 && at(c.pp - 1, 0) > 0;
+    if (firstLast) {
+        add(args, "--decoder-first-pipeline-num-layers", cat(at(0, 0) * c.vpp));
+        add(args, "--decoder-last-pipeline-num-layers", cat(at(c.pp - 1, 0) * c.vpp));
+        if (c.vpp > 1)
+            add(args, "--num-virtual-stages-per-pipeline-rank", cat(c.vpp));
+        return;
+    }
+    // Anything else: the layout lists every virtual stage (E embedding, t decoder layer, L loss, | between stages).
+    std::vector<std::string> stages;
+    for (std::size_t v = 0; v < d.size(); ++v)
+        stages.push_back(cat(v == 0 ? "E" : "", std::string(static_cast<std::size_t>(d[v]), 't'),
+                             v + 1 == d.size() ? "L" : ""));
+    add(args, "--pipeline-model-parallel-layout", join(stages, "|"));
+}
+
+void zeroArgs(Context& context, Args& args)
+{
+    const ParallelConfig& c = context.config();
+    if (c.zero_stage == 0 || c.dp * c.cp == 1)
+        return;
+    if (c.zero_stage == 1) {
+        add(args, "--use-distributed-optimizer");
+        if (c.zero_ngroups > 1)
+            add(args, "--num-distributed-optimizer-instances", cat(c.zero_ngroups));
+        return;
+    }
+    add(args, "--use-megatron-fsdp");
+    add(args, "--data-parallel-sharding-strategy", c.zero_stage == 2 ? "optim_grads" : "optim_grads_params");
+    context.note(cat("ZeRO-", c.zero_stage, " is written as Megatron-FSDP (--use-megatron-fsdp, strategy ",
+                     c.zero_stage == 2 ? "optim_grads" : "optim_grads_params",
+                     "), Megatron's ZeRO-2/3 analogue; checkpoints then need --ckpt-format fsdp_dtensor"));
+    if (c.zero_ngroups > 1)
+        context.note(cat("zero_ngroups ", c.zero_ngroups, " (hierarchical sharding) is not written for Megatron-FSDP"));
+}
+
+void recomputeArgs(Context& context, Args& args)
+{
+    const ParallelConfig& c = context.config();
+    const auto full = [&args] {
+        add(args, "--recompute-granularity", "full");
+        add(args, "--recompute-method", "uniform");
+        add(args, "--recompute-num-layers", "1");
+    };
+    switch (c.recompute) {
+    case RecomputeKind::None:
+        return;
+    case RecomputeKind::Selective:
+        add(args, "--recompute-granularity", "selective"); // core_attn, Megatron's default module
+        return;
+    case RecomputeKind::Full:
+        full();
+        return;
+    case RecomputeKind::Modules:
+        break;
+    }
+    std::vector<std::string> modules;
+    std::vector<std::string> dropped;
+    const auto use = [&modules](const std::string& name) {
+        if (std::find(modules.begin(), modules.end(), name) == modules.end())
+            modules.push_back(name);
+    };
+    for (const auto& m : c.recompute_modules) {
+        const std::string lower = toLower(m);
+        if (lower == "root") {
+            full();
+            return;
+        }
+        if (endsWith(lower, "mlp"))
+            use("mlp");
+        else if (lower.find("norm") != std::string::npos)
+            use("layernorm");
+        else if (endsWith(lower, "attn") || endsWith(lower, "attention"))
+            use("core_attn");
+        else
+            dropped.push_back(m);
+    }
+    if (std::find(modules.begin(), modules.end(), "core_attn") != modules.end())
+        context.note("Megatron recomputes only the attention core (core_attn), not the projections of the "
+                     "attention modules the plan recomputes");
+    if (!dropped.empty())
+        context.note(cat("Megatron has no recompute module for ", join(dropped, ", "), ": not recomputed"));
+    if (modules.empty())
+        return;
+    add(args, "--recompute-granularity", "selective");
+    args.push_back(cat("--recompute-modules ", join(modules, " "))); // nargs='*': one word per module
+}
+
+/** The model's shape; false when the model is not a recognised transformer. */
+bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
+{
+    if (!context.model.transformer) {
+        context.note(cat(context.modelName(),
+                         " is not a recognised transformer: give its --num-layers, --hidden-size, ... yourself"));
+        return false;
+    }
+    const TransformerShape& t = *context.model.transformer;
+    const ParallelConfig& c = context.config();
+    add(args, "--num-layers", cat(t.num_layers));
+    add(args, "--hidden-size", cat(t.hidden));
+    add(args, "--ffn-hidden-size", cat(t.ffn_hidden));
+    add(args, "--num-attention-heads", cat(t.num_heads));
+    if (t.num_kv_heads != t.num_heads) {
+        add(args, "--group-query-attention");
+        add(args, "--num-query-groups", cat(t.num_kv_heads));
+    }
+    if (t.head_dim * t.num_heads != t.hidden)
+        add(args, "--kv-channels", cat(t.head_dim));
+    add(args, "--seq-length", cat(context.plan.seq_len));
+    add(args, "--max-position-embeddings", cat(std::max(t.max_positions, context.plan.seq_len)));
+    if (t.gated_mlp)
+        add(args, "--swiglu");
+    add(args, "--normalization", t.norm == "layernorm" ? "LayerNorm" : "RMSNorm");
+    add(args, "--position-embedding-type", t.learned_positions ? "learned_absolute" : "rope");
+    if (!t.tied_embeddings)
+        add(args, "--untie-embeddings-and-output-weights");
+    if (t.family == "llama" || t.family == "mistral" || t.family == "mixtral" || t.family == "qwen2")
+        add(args, "--disable-bias-linear");
+    if (t.family == "qwen2")
+        add(args, "--add-qkv-bias");
+    add(args, "--attention-dropout", fixed(t.dropout, 2));
+    add(args, "--hidden-dropout", fixed(t.dropout, 2));
+    if (t.num_experts > 0) {
+        add(args, "--num-experts", cat(t.num_experts));
+        add(args, "--moe-router-topk", cat(t.top_k));
+        if (c.ep > 1 && c.tp > 1 && !c.sequence_parallel)
+            context.note("Megatron-LM requires --sequence-parallel when expert and tensor parallelism are combined");
+    }
+    // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by (128) x TP; pick a divisor that
+    // keeps the model's vocabulary when TP divides it.
+    if (t.vocab % c.tp == 0) {
+        const std::int64_t divisor = std::gcd(std::int64_t {128}, t.vocab / c.tp);
+        if (divisor != 128)
+            add(args, "--make-vocab-size-divisible-by", cat(divisor));
+    } else {
+        add(args, "--make-vocab-size-divisible-by", "1");
+        const std::int64_t padded = (t.vocab + c.tp - 1) / c.tp * c.tp;
+        context.note(cat("Megatron pads the vocabulary to a multiple of TP: ", t.vocab, " -> ", padded,
+                         " (the plan costed ", t.vocab, ")"));
+    }
+    vocab = t.vocab;
+    return true;
+}
+
+} // namespace
+
+std::string exportMegatron(Context& context)
+{
+    const ParallelConfig& c = context.config();
+    Args args;
+    add(args, "--tensor-model-parallel-size", cat(c.tp));
+    if (c.sequence_parallel && c.tp > 1)
+        add(args, "--sequence-parallel");
+    add(args, "--pipeline-model-parallel-size", cat(c.pp));
+    splitArgs(context, args);
+    add(args, "--context-parallel-size", cat(c.cp));
+    if (c.ep > 1 || (context.model.transformer && context.model.transformer->num_experts > 0))
+        add(args, "--expert-model-parallel-size", cat(c.ep));
+    add(args, "--micro-batch-size", cat(c.micro_batch));
+    add(args, "--global-batch-size", cat(context.plan.global_batch));
+    zeroArgs(context, args);
+    recomputeArgs(context, args);
+    if (c.pp > 1 && c.schedule == ScheduleKind::GPipe)
+        context.note("Megatron-LM has no GPipe schedule: it runs 1F1B (the same bubble, less activation memory than "
+                     "predicted)");
+    if (c.pp > 1 && c.schedule == ScheduleKind::ZeroBubbleH1)
+        context.note("Megatron-LM has no zero-bubble (ZB-H1) schedule: it runs 1F1B, with a larger bubble than "
+                     "predicted");
+    if (c.rank_order != "tp-cp-dp-pp")
+        context.note(cat("Megatron orders ranks tp-cp-ep-dp-pp; the plan's rank order ", c.rank_order,
+                         " has no command-line flag"));
+    std::int64_t vocab = 0;
+    const bool haveModel = modelArgs(context, args, vocab);
+    const DType dtype = context.model.dtype;
+    if (dtype == DType::BF16)
+        add(args, "--bf16");
+    else if (dtype == DType::F16)
+        add(args, "--fp16");
+    else if (dtype != DType::F32)
+        context.note(cat("the plan's dtype ", dtypeName(dtype), " has no Megatron flag here: written without one"));
+    add(args, "--train-iters", "100");
+    add(args, "--lr", "3.0e-4");
+    add(args, "--mock-data");
+    add(args, "--tokenizer-type", "NullTokenizer");
+    if (haveModel)
+        add(args, "--vocab-size", cat(vocab - 1));
+    const LaunchShape shape = launchShape(context);
+    const bool fsdp = c.zero_stage >= 2 && c.dp * c.cp > 1;
+
+    std::vector<std::string> head = headerLines(context, "Megatron-LM launch script");
+    head.emplace_back();
+    head.emplace_back("Run this on every node. MEGATRON_LM is a Megatron-LM checkout (core_v0.15 or later),");
+    head.emplace_back("MASTER_ADDR the host name of node 0; any arguments are appended to pretrain_gpt.py's.");
+    std::string out = "#!/usr/bin/env bash\n" + commentBlock(head, "# ");
+    if (!context.notes.empty())
+        out += "#\n" + notesBlock(context.notes, "# ");
+    out += "set -euo pipefail\n\n";
+    out += cat("NNODES=${NNODES:-", shape.nodes, "}\n");
+    out += cat("GPUS_PER_NODE=${GPUS_PER_NODE:-", shape.gpus_per_node, "}\n");
+    out += "MASTER_ADDR=${MASTER_ADDR:-localhost}\n";
+    out += "MASTER_PORT=${MASTER_PORT:-29400}\n";
+    out += "JOB_ID=${JOB_ID:-shardscape}\n";
+    out += "MEGATRON_LM=${MEGATRON_LM:-.}\n";
+    if ((c.tp > 1 || c.cp > 1) && !fsdp)
+        out += "# Megatron asserts this with tensor or context parallelism (before Blackwell).\n"
+               "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+    out += "\n";
+    out += commentBlock(
+        wrap(cat("Mock data and a null tokenizer, so that the script runs as it is: replace --mock-data and the "
+                 "tokenizer arguments with your --data-path and tokenizer.",
+                 haveModel ? cat(" NullTokenizer adds an end-of-document token: --vocab-size ", vocab - 1, " gives ",
+                                 vocab, " tokens.")
+                           : std::string()),
+             116, "", ""),
+        "# ");
+    out += "torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" --rdzv-backend c10d \\\n"
+           "    --rdzv-endpoint \"$MASTER_ADDR:$MASTER_PORT\" --rdzv-id \"$JOB_ID\" \\\n"
+           "    \"$MEGATRON_LM/pretrain_gpt.py\" \\\n";
+    for (const auto& arg : args)
+        out += cat("    ", arg, " \\\n");
+    out += "    \"$@\"\n";
+    return out;
+}
+
+} // namespace shardscape::exporting

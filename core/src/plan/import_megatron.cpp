@@ -1,0 +1,920 @@
+// SPDX-License-Identifier: MIT
+// Megatron-LM launch scripts read back: a small reader for the bash that launch scripts are written in (comments,
+// line continuations, quotes, NAME=value and NAME=( ... ) assignments, $NAME / ${NAME:-default} / "${NAME[@]}"
+// expansion, word splitting of unquoted expansions), then the torchrun line's --nnodes/--nproc-per-node and the
+// arguments after pretrain_gpt.py, mapped with the rules of megatron/training/arguments.py (validate_args).
+// Command substitution and arithmetic are kept as literal text: a value that needs them is reported, not guessed.
+#include "config_import_common.h"
+
+#include "shardscape/support/error.h"
+#include "shardscape/support/strings.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace shardscape::importing {
+
+namespace {
+
+constexpr std::int64_t kMaxDegree = std::int64_t {1} << 20;
+constexpr std::int64_t kMaxBatch = std::int64_t {1} << 40;
+constexpr std::int64_t kMaxLayers = 1'000'000;
+constexpr std::int64_t kMaxSize = std::int64_t {1} << 40;
+
+// ---- a small bash reader -------------------------------------------------------------------------------------
+
+struct Segment
+{
+    std::string text;
+    bool expand = true; ///< $ expansions apply (not inside '...')
+    bool split = true; ///< unquoted: expansions are split into words
+};
+
+struct Word
+{
+    std::vector<Segment> parts;
+    int line = 0;
+};
+
+struct Command
+{
+    std::vector<Word> words;
+    std::string array; ///< NAME for NAME=( words ), else empty
+    int line = 0;
+};
+
+bool isIdentifier(std::string_view s)
+{
+    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
+        return false;
+    return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+}
+
+class Lexer
+{
+public:
+    Lexer(std::string_view text, std::string_view origin)
+        : m_text(text)
+        , m_origin(origin)
+    {
+    }
+
+    std::vector<Command> commands()
+    {
+        while (m_pos < m_text.size())
+            step();
+        endCommand();
+        return std::move(m_commands);
+    }
+
+private:
+    void step()
+    {
+        const char ch = m_text[m_pos];
+        const char next = m_pos + 1 < m_text.size() ? m_text[m_pos + 1] : '\0';
+        if (ch == '\\' && next == '\n') { // line continuation
+            m_pos += 2;
+            ++m_line;
+        } else if (ch == '\\' && next != '\0') {
+            append(std::string(1, next), false, false);
+            m_pos += 2;
+        } else if (ch == '\n') {
+            ++m_line;
+            ++m_pos;
+            if (m_command.array.empty())
+                endCommand();
+            else
+                endWord();
+        } else if ((ch == ';' || ch == '|' || ch == '&') && m_command.array.empty()) {
+            endCommand();
+            ++m_pos;
+        } else if (ch == ' ' || ch == '\t' || ch == '\r') {
+            endWord();
+            ++m_pos;
+        } else if (ch == '#' && !m_inWord) {
+            while (m_pos < m_text.size() && m_text[m_pos] != '\n')
+                ++m_pos;
+        } else if (ch == '(' && m_inWord && m_word.parts.size() == 1 && m_word.parts[0].split
+                   && endsWith(m_word.parts[0].text, "=")
+                   && isIdentifier(std::string_view(m_word.parts[0].text).substr(0, m_word.parts[0].text.size() - 1))) {
+            m_command.array = m_word.parts[0].text.substr(0, m_word.parts[0].text.size() - 1);
+            m_command.line = m_word.line;
+            m_word = {};
+            m_inWord = false;
+            ++m_pos;
+        } else if (ch == ')' && !m_command.array.empty()) {
+            endWord();
+            endCommand();
+            ++m_pos;
+        } else if (ch == '\'') {
+            const auto end = m_text.find('\'', m_pos + 1);
+            if (end == std::string_view::npos)
+                fail(m_origin, m_line, "unterminated '...' quote");
+            const std::string_view quoted = m_text.substr(m_pos + 1, end - m_pos - 1);
+            append(std::string(quoted), false, false);
+            m_line += static_cast<int>(std::count(quoted.begin(), quoted.end(), '\n'));
+            m_pos = end + 1;
+        } else if (ch == '"') {
+            doubleQuoted();
+        } else if (ch == '$' && (next == '(' || next == '{')) {
+            // $( ... ) stays literal (not run); ${ ... } is expanded later. Either way, copy the balanced text.
+            const char open = next;
+            const char close = open == '(' ? ')' : '}';
+            std::size_t end = m_pos + 1;
+            int depth = 0;
+            for (; end < m_text.size(); ++end) {
+                if (m_text[end] == open)
+                    ++depth;
+                else if (m_text[end] == close && --depth == 0)
+                    break;
+            }
+            if (end >= m_text.size())
+                fail(m_origin, m_line, cat("unterminated $", open));
+            append(std::string(m_text.substr(m_pos, end - m_pos + 1)), open == '{', true);
+            m_pos = end + 1;
+        } else {
+            append(std::string(1, ch), true, true);
+            ++m_pos;
+        }
+    }
+
+    void doubleQuoted()
+    {
+        std::string text;
+        std::size_t i = m_pos + 1;
+        const int startLine = m_line;
+        for (; i < m_text.size() && m_text[i] != '"'; ++i) {
+            const char ch = m_text[i];
+            if (ch == '\\' && i + 1 < m_text.size()) {
+                const char escaped = m_text[i + 1];
+                if (escaped == '\n') {
+                    ++m_line;
+                } else if (escaped == '"' || escaped == '\\' || escaped == '`') {
+                    text += escaped;
+                } else if (escaped == '$') {
+                    text += "\\$"; // kept escaped so that expansion leaves it alone
+                } else {
+                    text += ch;
+                    text += escaped;
+                }
+                ++i;
+                continue;
+            }
+            if (ch == '\n')
+                ++m_line;
+            text += ch;
+        }
+        if (i >= m_text.size())
+            fail(m_origin, startLine, "unterminated \"...\" quote");
+        append(text, true, false);
+        m_pos = i + 1;
+    }
+
+    void append(const std::string& text, bool expand, bool split)
+    {
+        if (!m_inWord) {
+            m_inWord = true;
+            m_word.line = m_line;
+        }
+        if (!m_word.parts.empty() && m_word.parts.back().expand == expand && m_word.parts.back().split == split)
+            m_word.parts.back().text += text;
+        else
+            m_word.parts.push_back({text, expand, split});
+    }
+
+    void endWord()
+    {
+        if (!m_inWord)
+            return;
+        if (m_command.words.empty() && m_command.array.empty())
+            m_command.line = m_word.line;
+        m_command.words.push_back(std::move(m_word));
+        m_word = {};
+        m_inWord = false;
+    }
+
+    void endCommand()
+    {
+        endWord();
+        if (!m_command.words.empty() || !m_command.array.empty())
+            m_commands.push_back(std::move(m_command));
+        m_command = {};
+    }
+
+    std::string_view m_text;
+    std::string_view m_origin;
+    std::size_t m_pos = 0;
+    int m_line = 1;
+    bool m_inWord = false;
+    Word m_word;
+    Command m_command;
+    std::vector<Command> m_commands;
+};
+
+/** A word after expansion, with the line it came from. */
+struct Token
+{
+    std::string text;
+    int line = 0;
+};
+
+class Shell
+{
+public:
+    /** $NAME, ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:=default}, ${NAME[@]}; unknown ones stay as text. */
+    std::string expand(std::string_view s) const
+    {
+        std::string out;
+        for (std::size_t i = 0; i < s.size(); ++i) {
+            if (s[i] == '\\' && i + 1 < s.size() && s[i + 1] == '$') {
+                out += '$';
+                ++i;
+                continue;
+            }
+            if (s[i] != '$' || i + 1 >= s.size()) {
+                out += s[i];
+                continue;
+            }
+            if (s[i + 1] == '{') {
+                const auto close = matching(s, i + 1);
+                if (close == std::string_view::npos) {
+                    out += s.substr(i);
+                    break;
+                }
+                out += braced(s.substr(i + 2, close - i - 2), s.substr(i, close - i + 1));
+                i = close;
+            } else if (std::isalpha(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '_') {
+                std::size_t end = i + 1;
+                while (end < s.size() && (std::isalnum(static_cast<unsigned char>(s[end])) || s[end] == '_'))
+                    ++end;
+                const std::string name(s.substr(i + 1, end - i - 1));
+                out += lookup(name).value_or(std::string(s.substr(i, end - i)));
+                i = end - 1;
+            } else if (s[i + 1] == '@' || s[i + 1] == '*' || std::isdigit(static_cast<unsigned char>(s[i + 1]))) {
+                ++i; // the script's own arguments: none when read here
+            } else {
+                out += s[i];
+            }
+        }
+        return out;
+    }
+
+    std::vector<Token> expandWord(const Word& word) const
+    {
+        // "$@", "${NAME[@]}" and their unquoted forms splice whole lists.
+        if (word.parts.size() == 1) {
+            const std::string& t = word.parts[0].text;
+            if (word.parts[0].expand && (t == "$@" || t == "$*"))
+                return {};
+            if (word.parts[0].expand && startsWith(t, "${") && endsWith(t, "[@]}")) {
+                const auto it = m_arrays.find(t.substr(2, t.size() - 6));
+                if (it != m_arrays.end())
+                    return it->second;
+            }
+        }
+        std::vector<Token> fields {{std::string(), word.line}};
+        bool quoted = false;
+        for (const auto& part : word.parts) {
+            const std::string text = part.expand ? expand(part.text) : part.text;
+            quoted = quoted || !part.split;
+            if (!part.split) {
+                fields.back().text += text;
+                continue;
+            }
+            std::size_t pos = 0;
+            bool firstPiece = true;
+            while (pos <= text.size()) {
+                const auto space = text.find_first_of(" \t\n", pos);
+                const std::string piece = text.substr(pos, space == std::string::npos ? std::string::npos : space - pos);
+                if (!firstPiece && !fields.back().text.empty())
+                    fields.push_back({std::string(), word.line});
+                fields.back().text += piece;
+                firstPiece = false;
+                if (space == std::string::npos)
+                    break;
+                pos = space + 1;
+            }
+        }
+        if (!quoted)
+            fields.erase(std::remove_if(fields.begin(), fields.end(), [](const Token& t) { return t.text.empty(); }),
+                         fields.end());
+        return fields;
+    }
+
+    /** Runs assignments; returns the expanded words of any other command. */
+    std::vector<Token> run(const Command& command)
+    {
+        if (!command.array.empty()) {
+            std::vector<Token> items;
+            for (const auto& word : command.words)
+                for (auto& token : expandWord(word))
+                    items.push_back(std::move(token));
+            m_arrays[command.array] = std::move(items);
+            return {};
+        }
+        std::size_t first = 0;
+        if (!command.words.empty() && command.words[0].parts.size() == 1) {
+            const std::string& w = command.words[0].parts[0].text;
+            if (w == "export" || w == "local" || w == "declare" || w == "readonly")
+                first = 1;
+        }
+        // Leading NAME=value words are assignments (for the rest of the script, as far as we are concerned).
+        while (first < command.words.size()) {
+            const Word& word = command.words[first];
+            if (word.parts.empty() || !word.parts[0].split)
+                break;
+            const auto eq = word.parts[0].text.find('=');
+            if (eq == std::string::npos || !isIdentifier(std::string_view(word.parts[0].text).substr(0, eq)))
+                break;
+            Word value = word;
+            value.parts[0].text = word.parts[0].text.substr(eq + 1);
+            std::string text;
+            for (const auto& part : value.parts)
+                text += part.expand ? expand(part.text) : part.text;
+            m_vars[word.parts[0].text.substr(0, eq)] = text;
+            ++first;
+        }
+        std::vector<Token> tokens;
+        for (std::size_t i = first; i < command.words.size(); ++i)
+            for (auto& token : expandWord(command.words[i]))
+                tokens.push_back(std::move(token));
+        return tokens;
+    }
+
+private:
+    static std::size_t matching(std::string_view s, std::size_t open)
+    {
+        int depth = 0;
+        for (std::size_t i = open; i < s.size(); ++i) {
+            if (s[i] == '{')
+                ++depth;
+            else if (s[i] == '}' && --depth == 0)
+                return i;
+        }
+        return std::string_view::npos;
+    }
+
+    std::optional<std::string> lookup(const std::string& name) const
+    {
+        if (const auto it = m_vars.find(name); it != m_vars.end())
+            return it->second;
+        return std::nullopt;
+    }
+
+    std::string braced(std::string_view inner, std::string_view whole) const
+    {
+        if (endsWith(inner, "[@]") || endsWith(inner, "[*]")) {
+            const auto it = m_arrays.find(std::string(inner.substr(0, inner.size() - 3)));
+            if (it == m_arrays.end())
+                return std::string(whole);
+            std::vector<std::string> items;
+            for (const auto& t : it->second)
+                items.push_back(t.text);
+            return join(items, " ");
+        }
+        std::size_t end = 0;
+        while (end < inner.size() && (std::isalnum(static_cast<unsigned char>(inner[end])) || inner[end] == '_'))
+            ++end;
+        const std::string name(inner.substr(0, end));
+        const std::string_view op = inner.substr(end);
+        const auto value = lookup(name);
+        if (op.empty())
+            return value.value_or(std::string(whole));
+        for (const std::string_view prefix : {":-", ":=", "-", "="}) {
+            if (startsWith(op, prefix)) {
+                const bool colon = prefix.front() == ':';
+                if (value && (!colon || !value->empty()))
+                    return *value;
+                return expand(op.substr(prefix.size()));
+            }
+        }
+        return std::string(whole);
+    }
+
+    std::map<std::string, std::string> m_vars;
+    std::map<std::string, std::vector<Token>> m_arrays;
+};
+
+// ---- Megatron arguments --------------------------------------------------------------------------------------
+
+struct Arg
+{
+    std::vector<std::string> values;
+    int line = 0;
+};
+
+class MegatronArgs
+{
+public:
+    MegatronArgs(const std::vector<Token>& tokens, std::string origin, std::vector<std::string>& warnings)
+        : m_origin(std::move(origin))
+    {
+        std::string current;
+        for (const auto& token : tokens) {
+            const bool flag = startsWith(token.text, "--");
+            if (flag) {
+                const auto eq = token.text.find('=');
+                current = token.text.substr(0, eq);
+                Arg& arg = m_args[current];
+                arg = Arg {{}, token.line};
+                if (eq != std::string::npos)
+                    arg.values.push_back(token.text.substr(eq + 1));
+            } else if (current.empty()) {
+                warnings.push_back(cat("pretrain_gpt.py argument '", token.text, "' (line ", token.line,
+                                       ") is not an option: ignored"));
+            } else {
+                m_args[current].values.push_back(token.text);
+            }
+        }
+    }
+
+    bool has(const std::string& flag) const { return m_args.count(flag) > 0; }
+    int line(const std::string& flag) const { return has(flag) ? m_args.at(flag).line : 0; }
+
+    std::optional<std::string> string(const std::string& flag) const
+    {
+        const auto it = m_args.find(flag);
+        if (it == m_args.end())
+            return std::nullopt;
+        if (it->second.values.size() != 1)
+            failFlag(flag, cat("expected one value, got ", it->second.values.size()));
+        return it->second.values.front();
+    }
+
+    std::vector<std::string> list(const std::string& flag) const
+    {
+        const auto it = m_args.find(flag);
+        return it == m_args.end() ? std::vector<std::string> {} : it->second.values;
+    }
+
+    std::optional<std::int64_t> integer(const std::string& flag, std::int64_t min, std::int64_t max) const
+    {
+        const auto text = string(flag);
+        if (!text)
+            return std::nullopt;
+        std::int64_t value = 0;
+        const auto result = std::from_chars(text->data(), text->data() + text->size(), value);
+        if (result.ec != std::errc() || result.ptr != text->data() + text->size())
+            failFlag(flag, cat("'", *text, "' is not an integer"),
+                     text->find('$') != std::string::npos ? "the value comes from something this script does not set"
+                                                          : std::string());
+        if (value < min || value > max)
+            failFlag(flag, cat("value ", value, " is outside [", min, ", ", max, "]"));
+        return value;
+    }
+
+    std::optional<double> number(const std::string& flag) const
+    {
+        const auto text = string(flag);
+        if (!text)
+            return std::nullopt;
+        try {
+            std::size_t used = 0;
+            const double value = std::stod(*text, &used);
+            if (used == text->size())
+                return value;
+        } catch (const std::exception&) {
+        }
+        failFlag(flag, cat("'", *text, "' is not a number"));
+    }
+
+    [[noreturn]] void failFlag(const std::string& flag, const std::string& what, const std::string& hint = {}) const
+    {
+        fail(m_origin, line(flag), cat(flag, ": ", what), hint);
+    }
+
+private:
+    std::string m_origin;
+    std::map<std::string, Arg> m_args;
+};
+
+/** The layout's virtual stages as strings of E, t, m and L (repetitions expanded, commas and spaces dropped). */
+std::vector<std::string> parseLayout(const std::string& layout, const MegatronArgs& args)
+{
+    const std::string flag = "--pipeline-model-parallel-layout";
+    std::size_t i = 0;
+    std::function<std::string()> sequence = [&]() -> std::string {
+        std::string out;
+        while (i < layout.size() && layout[i] != ')') {
+            std::string unit;
+            const char ch = layout[i];
+            if (ch == '(') {
+                ++i;
+                unit = sequence();
+                if (i >= layout.size() || layout[i] != ')')
+                    args.failFlag(flag, "unbalanced '(' in the layout");
+                ++i;
+            } else if (std::string_view("EtmL|").find(ch) != std::string_view::npos) {
+                unit = std::string(1, ch);
+                ++i;
+            } else if (ch == ',' || ch == ' ' || ch == '"' || ch == '\'') {
+                ++i;
+                continue;
+            } else {
+                args.failFlag(flag, cat("unexpected '", ch, "' in the layout"),
+                              "use E (embedding), t (decoder layer), m (MTP layer), L (loss), | between stages, "
+                              "(...)*n to repeat");
+            }
+            if (i < layout.size() && layout[i] == '*') {
+                ++i;
+                std::size_t end = i;
+                while (end < layout.size() && std::isdigit(static_cast<unsigned char>(layout[end])))
+                    ++end;
+                if (end == i || end - i > 6)
+                    args.failFlag(flag, "'*' must be followed by a repeat count");
+                const int count = std::stoi(layout.substr(i, end - i));
+                std::string repeated;
+                for (int k = 0; k < count; ++k)
+                    repeated += unit;
+                unit = std::move(repeated);
+                i = end;
+            }
+            out += unit;
+            if (out.size() > static_cast<std::size_t>(kMaxLayers))
+                args.failFlag(flag, "the layout is too long");
+        }
+        return out;
+    };
+    const std::string flat = sequence();
+    if (i != layout.size())
+        args.failFlag(flag, "unbalanced ')' in the layout");
+    std::vector<std::string> stages;
+    std::size_t start = 0;
+    for (;;) {
+        const auto bar = flat.find('|', start);
+        stages.push_back(flat.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+        if (bar == std::string::npos)
+            break;
+        start = bar + 1;
+    }
+    return stages;
+}
+
+/** torchrun / torch.distributed.run / deepspeed launcher options before the script. */
+void readLauncher(const std::vector<Token>& launcher, ImportedConfig& out)
+{
+    std::string program;
+    std::map<std::string, std::string> options;
+    for (std::size_t i = 0; i < launcher.size(); ++i) {
+        const std::string& t = launcher[i].text;
+        if (!startsWith(t, "--")) {
+            if (program.empty() || t == "torch.distributed.run" || t == "torch.distributed.launch")
+                program = t;
+            continue;
+        }
+        const auto eq = t.find('=');
+        std::string name = t.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+        std::replace(name.begin(), name.end(), '_', '-');
+        if (eq != std::string::npos)
+            options[name] = t.substr(eq + 1);
+        else if (i + 1 < launcher.size() && !startsWith(launcher[i + 1].text, "--"))
+            options[name] = launcher[++i].text;
+        else
+            options[name] = "";
+    }
+    const auto number = [&](const std::string& key) -> int {
+        const auto it = options.find(key);
+        if (it == options.end())
+            return 0;
+        std::string text = it->second;
+        if (const auto colon = text.find(':'); colon != std::string::npos) {
+            out.warnings.push_back(cat("--", key, " ", text, " is elastic: simulated with its maximum"));
+            text = text.substr(colon + 1);
+        }
+        int value = 0;
+        const auto result = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (result.ec != std::errc() || result.ptr != text.data() + text.size() || value < 1) {
+            out.warnings.push_back(cat("--", key, " '", it->second, "' is not a count"));
+            return 0;
+        }
+        return value;
+    };
+    out.nodes = number("nnodes");
+    out.gpus_per_node = number("nproc-per-node");
+    if (out.nodes == 0)
+        out.nodes = number("num-nodes"); // the deepspeed launcher
+    if (out.gpus_per_node == 0)
+        out.gpus_per_node = number("num-gpus");
+    if (out.gpus_per_node > 0 && out.nodes == 0 && (endsWith(program, "torchrun") || startsWith(program, "torch.")))
+        out.nodes = 1; // torchrun's default --nnodes is 1
+}
+
+/** Blocks per virtual stage by Megatron's rules for the given split flags. */
+std::vector<int> megatronBlocks(const MegatronArgs& args, int layers, int pp, int& vpp, ImportedConfig& out)
+{
+    const bool perStage = args.has("--num-layers-per-virtual-pipeline-stage");
+    const bool perRank = args.has("--num-virtual-stages-per-pipeline-rank");
+    const bool layout = args.has("--pipeline-model-parallel-layout");
+    if (int {perStage} + int {perRank} + int {layout} > 1)
+        args.failFlag(perStage ? "--num-layers-per-virtual-pipeline-stage" : "--num-virtual-stages-per-pipeline-rank",
+                      "give only one of --num-layers-per-virtual-pipeline-stage, "
+                      "--num-virtual-stages-per-pipeline-rank and --pipeline-model-parallel-layout");
+    if (layout) {
+        const auto stages = parseLayout(*args.string("--pipeline-model-parallel-layout"), args);
+        const int count = static_cast<int>(stages.size());
+        if (count % pp)
+            args.failFlag("--pipeline-model-parallel-layout",
+                          cat(count, " stages do not divide among --pipeline-model-parallel-size ", pp));
+        vpp = count / pp;
+        std::vector<int> blocks;
+        int total = 0;
+        for (int s = 0; s < count; ++s) {
+            const std::string& stage = stages[static_cast<std::size_t>(s)];
+            const int t = static_cast<int>(std::count(stage.begin(), stage.end(), 't'));
+            blocks.push_back(t);
+            total += t;
+            if (stage.find('m') != std::string::npos)
+                out.warnings.push_back("multi-token prediction layers (m) in the layout are not modelled");
+            if ((stage.find('E') != std::string::npos && s != 0) || (stage.find('L') != std::string::npos && s + 1 != count))
+                out.warnings.push_back("the layout puts the embedding or the loss away from the first or last stage: "
+                                       "Shardscape keeps them there");
+        }
+        if (total != layers)
+            args.failFlag("--pipeline-model-parallel-layout",
+                          cat("the layout has ", total, " decoder layers, but --num-layers is ", layers));
+        return blocks;
+    }
+    if (perStage) {
+        const std::int64_t n = *args.integer("--num-layers-per-virtual-pipeline-stage", 1, kMaxLayers);
+        if (layers % pp || (layers / pp) % n)
+            args.failFlag("--num-layers-per-virtual-pipeline-stage",
+                          cat("--num-layers ", layers, " / --pipeline-model-parallel-size ", pp,
+                              " is not a multiple of ", n));
+        vpp = static_cast<int>(layers / pp / n);
+    } else if (perRank) {
+        vpp = static_cast<int>(*args.integer("--num-virtual-stages-per-pipeline-rank", 1, kMaxLayers));
+    }
+    if (vpp > 1 && pp == 1)
+        args.failFlag(perStage ? "--num-layers-per-virtual-pipeline-stage" : "--num-virtual-stages-per-pipeline-rank",
+                      "virtual pipeline stages need --pipeline-model-parallel-size 2 or more");
+    const int stages = pp * vpp;
+    const auto first = args.integer("--decoder-first-pipeline-num-layers", 0, kMaxLayers);
+    const auto last = args.integer("--decoder-last-pipeline-num-layers", 0, kMaxLayers);
+    if (first || last) {
+        // The given ranks take their counts, the others share the rest evenly; each rank spreads over its chunks.
+        std::vector<std::int64_t> perRankLayers(static_cast<std::size_t>(pp), -1);
+        std::int64_t rest = layers;
+        int others = pp;
+        if (first) {
+            perRankLayers.front() = *first;
+            rest -= *first;
+            --others;
+        }
+        if (last && pp > 1) {
+            perRankLayers.back() = *last;
+            rest -= *last;
+            --others;
+        }
+        const std::string flag = first ? "--decoder-first-pipeline-num-layers" : "--decoder-last-pipeline-num-layers";
+        if (rest < 0 || (others == 0 && rest != 0) || (others > 0 && rest % others))
+            args.failFlag(flag, cat("the other ", others, " pipeline ranks cannot share the remaining ", rest,
+                                    " of --num-layers ", layers, " evenly"));
+        for (auto& n : perRankLayers)
+            if (n < 0)
+                n = others > 0 ? rest / others : 0;
+        std::vector<int> blocks(static_cast<std::size_t>(stages), 0);
+        for (int r = 0; r < pp; ++r) {
+            if (perRankLayers[static_cast<std::size_t>(r)] % vpp)
+                args.failFlag(flag, cat("pipeline rank ", r, "'s ", perRankLayers[static_cast<std::size_t>(r)],
+                                        " layers do not divide into ", vpp, " virtual stages"));
+            for (int k = 0; k < vpp; ++k)
+                blocks[static_cast<std::size_t>(k * pp + r)]
+                    = static_cast<int>(perRankLayers[static_cast<std::size_t>(r)] / vpp);
+        }
+        return blocks;
+    }
+    // Even: the embedding and loss count as layers only with the account-for flags.
+    const int embedding = args.has("--account-for-embedding-in-pipeline-split") ? 1 : 0;
+    const int loss = args.has("--account-for-loss-in-pipeline-split") ? 1 : 0;
+    const int effective = layers + embedding + loss;
+    if (effective % stages)
+        args.failFlag("--num-layers", cat(layers, embedding + loss ? " layers (with the embedding and loss counted)" : " layers",
+                                          " do not divide into pp x vpp = ", stages, " stages"),
+                      "Megatron needs an even split, or --decoder-first/last-pipeline-num-layers");
+    std::vector<int> blocks(static_cast<std::size_t>(stages), effective / stages);
+    blocks.front() -= embedding;
+    blocks.back() -= loss;
+    return blocks;
+}
+
+std::optional<RecomputeKind> recomputeFrom(const MegatronArgs& args, ParallelConfig& c, ImportedConfig& out)
+{
+    std::optional<std::string> granularity = args.string("--recompute-granularity");
+    if (!granularity && args.has("--recompute-activations"))
+        granularity = "selective";
+    if (!granularity)
+        return RecomputeKind::None;
+    if (*granularity == "full") {
+        const std::string method = args.string("--recompute-method").value_or("uniform");
+        const std::int64_t n = args.integer("--recompute-num-layers", 1, kMaxLayers).value_or(1);
+        if (method != "uniform" || n != 1)
+            out.warnings.push_back(cat("--recompute-method ", method, " --recompute-num-layers ", n,
+                                       " recomputes some of the layers: simulated as full recomputation of every layer"));
+        return RecomputeKind::Full;
+    }
+    if (*granularity != "selective")
+        args.failFlag("--recompute-granularity", cat("unknown granularity '", *granularity, "'"),
+                      "use full or selective");
+    std::vector<std::string> modules = args.list("--recompute-modules");
+    if (modules.empty() || (modules.size() == 1 && modules.front() == "core_attn"))
+        return RecomputeKind::Selective;
+    std::vector<std::string> unmodelled;
+    for (const auto& m : modules) {
+        if (m == "mlp") {
+            c.recompute_modules.push_back("mlp");
+        } else if (m == "layernorm") {
+            c.recompute_modules.push_back("input_layernorm");
+            c.recompute_modules.push_back("post_attention_layernorm");
+        } else if (m != "core_attn") {
+            unmodelled.push_back(m);
+        }
+    }
+    if (std::find(modules.begin(), modules.end(), "core_attn") != modules.end())
+        out.warnings.push_back("--recompute-modules core_attn with other modules: the attention core is not a "
+                               "module of Shardscape's graphs and is not recomputed");
+    if (!unmodelled.empty())
+        out.warnings.push_back(cat("--recompute-modules ", join(unmodelled, " "), " are not modelled"));
+    if (c.recompute_modules.empty())
+        return RecomputeKind::None;
+    return RecomputeKind::Modules;
+}
+
+TransformerShape modelFrom(const MegatronArgs& args)
+{
+    TransformerShape t;
+    t.family = "megatron";
+    t.num_layers = *args.integer("--num-layers", 1, kMaxLayers);
+    t.hidden = *args.integer("--hidden-size", 1, kMaxSize);
+    t.num_heads = *args.integer("--num-attention-heads", 1, kMaxSize);
+    t.num_kv_heads = args.has("--group-query-attention")
+        ? args.integer("--num-query-groups", 1, kMaxSize).value_or(1)
+        : t.num_heads;
+    t.head_dim = args.integer("--kv-channels", 1, kMaxSize).value_or(t.hidden / t.num_heads);
+    t.gated_mlp = args.has("--swiglu");
+    // Megatron's default FFN size (validate_args).
+    const std::int64_t defaultFfn = t.gated_mlp ? (4 * t.hidden * 2 / 3) / 64 * 64 : 4 * t.hidden;
+    t.ffn_hidden = args.integer("--ffn-hidden-size", 1, kMaxSize).value_or(defaultFfn);
+    if (const auto moe = args.integer("--moe-ffn-hidden-size", 1, kMaxSize))
+        t.ffn_hidden = *moe;
+    t.num_experts = args.integer("--num-experts", 0, kMaxSize).value_or(0);
+    t.top_k = t.num_experts > 0 ? args.integer("--moe-router-topk", 1, kMaxSize).value_or(2) : 0;
+    std::int64_t vocab = args.integer("--vocab-size", 1, kMaxSize).value_or(0);
+    if (vocab > 0 && args.string("--tokenizer-type").value_or("") == "NullTokenizer")
+        ++vocab; // NullTokenizer adds an end-of-document token
+    t.vocab = vocab;
+    const std::int64_t seq = args.integer("--seq-length", 1, kMaxSize).value_or(0);
+    t.max_positions = args.integer("--max-position-embeddings", 1, kMaxSize).value_or(seq);
+    t.norm = args.string("--normalization").value_or("LayerNorm") == "RMSNorm" ? "rmsnorm" : "layernorm";
+    t.learned_positions = args.string("--position-embedding-type").value_or("learned_absolute") == "learned_absolute";
+    t.tied_embeddings = !args.has("--untie-embeddings-and-output-weights");
+    t.dropout = args.number("--hidden-dropout").value_or(0.1);
+    return t;
+}
+
+} // namespace
+
+ImportedConfig importMegatron(std::string_view text, std::string_view originView, const ImportOptions& options)
+{
+    const std::string origin(originView);
+    ImportedConfig out;
+    out.format = "megatron";
+
+    Lexer lexer(text, origin);
+    Shell shell;
+    std::vector<Token> launcher;
+    std::vector<Token> arguments;
+    bool found = false;
+    for (const auto& command : lexer.commands()) {
+        std::vector<Token> tokens = shell.run(command);
+        if (found)
+            continue;
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+            const std::string& t = tokens[i].text;
+            const auto slash = t.find_last_of('/');
+            const std::string base = slash == std::string::npos ? t : t.substr(slash + 1);
+            if (startsWith(base, "pretrain_") && endsWith(base, ".py")) {
+                if (base != "pretrain_gpt.py")
+                    out.warnings.push_back(cat(base, " is read as pretrain_gpt.py"));
+                launcher.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(i));
+                arguments.assign(tokens.begin() + static_cast<std::ptrdiff_t>(i) + 1, tokens.end());
+                found = true;
+                break;
+            }
+        }
+    }
+    if (!found)
+        fail(origin, 0, "no pretrain_gpt.py command: not a Megatron-LM launch script",
+             "export one with shardscape-cli export --format megatron");
+    readLauncher(launcher, out);
+    const MegatronArgs args(arguments, origin, out.warnings);
+    ParallelConfig& c = out.config;
+
+    c.tp = static_cast<int>(args.integer("--tensor-model-parallel-size", 1, kMaxDegree).value_or(1));
+    c.pp = static_cast<int>(args.integer("--pipeline-model-parallel-size", 1, kMaxDegree).value_or(1));
+    c.cp = static_cast<int>(args.integer("--context-parallel-size", 1, kMaxDegree).value_or(1));
+    c.ep = static_cast<int>(args.integer("--expert-model-parallel-size", 1, kMaxDegree).value_or(1));
+
+    // DP = world / (TP x PP x CP); the world comes from the launcher.
+    std::int64_t world = std::int64_t {out.nodes} * out.gpus_per_node;
+    if (world == 0) {
+        if (options.world_size <= 0)
+            fail(origin, 0, "the launcher line does not give --nnodes and --nproc-per-node, so the world size is "
+                            "unknown",
+                 "add them to the torchrun line or give the cluster's size (--nodes, --gpus-per-node)");
+        world = options.world_size;
+        out.warnings.push_back(cat("the script does not give the world size: ", world, " GPUs assumed"));
+    }
+    const std::int64_t modelParallel = std::int64_t {c.tp} * c.pp * c.cp;
+    if (world % modelParallel)
+        args.failFlag(args.has("--context-parallel-size") ? "--context-parallel-size" : "--tensor-model-parallel-size",
+                      cat("the ", world, " GPUs do not divide by TP x PP x CP = ", modelParallel));
+    c.dp = static_cast<int>(world / modelParallel);
+
+    // Batch: num_microbatches = global / (micro x DP).
+    const auto micro = args.integer("--micro-batch-size", 1, kMaxBatch);
+    if (!micro)
+        fail(origin, 0, "--micro-batch-size is missing", "Megatron needs it; add --micro-batch-size 1");
+    const std::int64_t perStep = *micro * c.dp;
+    const std::int64_t global = args.integer("--global-batch-size", 1, kMaxBatch).value_or(perStep);
+    if (global % perStep)
+        args.failFlag("--global-batch-size", cat("value ", global, " is not a multiple of micro-batch x DP = ", *micro,
+                                                 " x ", c.dp));
+    if (args.has("--rampup-batch-size"))
+        out.warnings.push_back("--rampup-batch-size: simulated at the full global batch");
+    if (global / perStep > std::numeric_limits<int>::max() || *micro > std::numeric_limits<int>::max())
+        args.failFlag("--global-batch-size", "too many micro-batches");
+    c.micro_batch = static_cast<int>(*micro);
+    c.num_microbatches = static_cast<int>(global / perStep);
+    out.global_batch = global;
+
+    // Pipeline split (blocks per virtual stage) and VPP.
+    int vpp = 1;
+    if (c.pp > 1 || args.has("--pipeline-model-parallel-layout")) {
+        if (!args.has("--num-layers"))
+            fail(origin, 0, "--num-layers is missing", "Megatron needs it to split the layers into stages");
+        const int layers = static_cast<int>(*args.integer("--num-layers", 1, kMaxLayers));
+        c.stage_layers = stageLayersFromBlocks(megatronBlocks(args, layers, c.pp, vpp, out));
+    }
+    c.vpp = vpp;
+    c.schedule = vpp > 1 ? ScheduleKind::Interleaved1F1B : ScheduleKind::OneFOneB;
+    if (args.has("--microbatch-group-size-per-virtual-pipeline-stage"))
+        out.warnings.push_back("--microbatch-group-size-per-virtual-pipeline-stage is not modelled (groups of pp)");
+
+    c.sequence_parallel = args.has("--sequence-parallel") && c.tp > 1;
+    if (args.has("--sequence-parallel") && c.tp == 1)
+        out.warnings.push_back("--sequence-parallel with TP 1: Megatron disables it, and so does the simulation");
+
+    // ZeRO: the distributed optimizer is ZeRO-1; Megatron-FSDP's strategies are ZeRO 0 to 3; torch FSDP2 is ZeRO-3.
+    if (args.has("--use-megatron-fsdp") || args.has("--use-custom-fsdp")) {
+        const std::string strategy = args.string("--data-parallel-sharding-strategy").value_or("no_shard");
+        const std::map<std::string, int> stages {{"no_shard", 0}, {"optim", 1}, {"optim_grads", 2}, {"optim_grads_params", 3}};
+        const auto it = stages.find(strategy);
+        if (it == stages.end())
+            args.failFlag("--data-parallel-sharding-strategy", cat("unknown strategy '", strategy, "'"),
+                          "use no_shard, optim, optim_grads or optim_grads_params");
+        c.zero_stage = it->second;
+    } else if (args.has("--use-torch-fsdp2")) {
+        c.zero_stage = 3;
+    } else if (args.has("--use-distributed-optimizer")) {
+        c.zero_stage = 1;
+    }
+    if (const auto instances = args.integer("--num-distributed-optimizer-instances", 1, kMaxDegree)) {
+        if ((std::int64_t {c.dp} * c.cp) % *instances)
+            args.failFlag("--num-distributed-optimizer-instances",
+                          cat("value ", *instances, " does not divide DP x CP = ", c.dp * c.cp));
+        if (c.zero_stage > 0)
+            c.zero_ngroups = static_cast<int>(*instances);
+    }
+
+    if (const auto kind = recomputeFrom(args, c, out))
+        c.recompute = *kind;
+    if (args.has("--use-tp-pp-dp-mapping"))
+        c.rank_order = "tp-cp-pp-dp";
+
+    // What the simulation does not model.
+    if (const auto etp = args.integer("--expert-tensor-parallel-size", 1, kMaxDegree); etp && *etp != c.tp)
+        out.warnings.push_back(cat("--expert-tensor-parallel-size ", *etp, " differs from TP: simulated with the "
+                                   "experts split by TP"));
+    if (const auto comm = args.list("--cp-comm-type"); !comm.empty() && comm != std::vector<std::string> {"p2p"})
+        out.warnings.push_back(cat("--cp-comm-type ", join(comm, " "), ": simulated as the p2p ring"));
+    for (const char* flag : {"--hierarchical-context-parallel-sizes", "--fp8-format", "--overlap-param-gather-with-optimizer-step",
+                             "--distribute-saved-activations", "--no-overlap-p2p-communication"})
+        if (args.has(flag))
+            out.warnings.push_back(cat(flag, " is not modelled"));
+
+    // The model.
+    if (args.has("--num-layers") && args.has("--hidden-size") && args.has("--num-attention-heads"))
+        out.model = modelFrom(args);
+    out.seq_len = args.integer("--seq-length", 1, kMaxSize).value_or(0);
+    if (out.model && out.model->num_experts == 0 && c.ep > 1)
+        args.failFlag("--expert-model-parallel-size", "expert parallelism needs --num-experts");
+    return out;
+}
+
+} // namespace shardscape::importing

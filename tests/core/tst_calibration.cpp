@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// Guards the calibration of the datasheet cost model (tests/bench/calibration_results.md): a handful of published,
+// measured training runs from tests/data/published_configs.json must be predicted within 25% in the row's own
+// throughput metric. One row per kind of evidence: Megatron SC'21 3D parallelism on A100 (unfused attention,
+// interleaved schedule), Megatron-Core on H100 (SP, distributed optimizer), BLOOM's 250k-vocabulary pipeline,
+// torchtitan FSDP2 with per-layer selective AC, and llm-foundry FSDP at long context on H100 and at 128 A100s.
+#include "../bench/calibration_rows.h"
+
+#include <QTest>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace shardscape;
+using namespace shardscape::calibration;
+
+class TestCalibration : public QObject
+{
+    Q_OBJECT
+
+private:
+    std::vector<nlohmann::json> m_rows;
+
+    const nlohmann::json* row(const std::string& id) const
+    {
+        for (const auto& r : m_rows)
+            if (r.value("id", std::string()) == id)
+                return &r;
+        return nullptr;
+    }
+
+private slots:
+    void initTestCase()
+    {
+        m_rows = loadRows(std::string(SHARDSCAPE_SOURCE_DIR) + "/tests/data/published_configs.json");
+        QCOMPARE(m_rows.size(), std::size_t(103));
+    }
+
+    void predictsPublishedThroughput_data()
+    {
+        QTest::addColumn<QString>("id");
+        QTest::newRow("sc21 145.6B tp8 pp8 interleaved, A100") << QString("ptdp_t1_145.6B");
+        QTest::newRow("megatron-core 7.1B tp2 sp, H100") << QString("megatron_readme_h100_7.1B");
+        QTest::newRow("bloom 176B tp4 pp12") << QString("bloom_176b");
+        QTest::newRow("torchtitan llama3 8B fsdp per-layer AC, A100")
+            << QString("torchtitan_doc_llama3_8B_64a100_perlayer");
+        QTest::newRow("mpt 7B seq 65536 fsdp, H100") << QString("mpt_7b_h100_80gb_8gpu_seq65536_amp_bf16_mb1");
+        QTest::newRow("mpt 13B 128 GPUs fsdp, A100-40GB") << QString("mpt_13b_a100_40gb_128gpu_seq2048_bf16_mb16");
+    }
+
+    void predictsPublishedThroughput()
+    {
+        QFETCH(QString, id);
+        const nlohmann::json* r = row(id.toStdString());
+        QVERIFY2(r, qPrintable("no row " + id));
+        const Case c = makeCase(*r);
+        QVERIFY2(c.simulable, c.reason.c_str());
+        const Prediction p = predict(c);
+        const std::string detail
+            = cat(c.id, ": published ", c.published, ", predicted ", fixed(p.value, 4), " ", metricName(c.metric), " (",
+                  fixed(100 * p.relative_error, 1), "%), ", c.config.describe());
+        qInfo("%s", detail.c_str());
+        QVERIFY2(std::isfinite(p.value) && p.value > 0, detail.c_str());
+        QVERIFY2(std::abs(p.relative_error) <= 0.25, detail.c_str());
+    }
+
+    /** The rule that rows without a stated FLOP count or batch are listed, not guessed. */
+    void listsRowsItCannotSimulate()
+    {
+        const nlohmann::json* r = row("opt_175b");
+        QVERIFY(r);
+        const Case c = makeCase(*r);
+        QVERIFY(!c.simulable);
+        QVERIFY2(c.reason.find("global_batch_size") != std::string::npos, c.reason.c_str());
+    }
+};
+
+QTEST_APPLESS_MAIN(TestCalibration)
+#include "tst_calibration.moc"

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <QChartView>
+#include <QString>
+
+class QAbstractAxis;
+class QValueAxis;
+
+namespace shardscape::ui {
+
+/**
+ * What every chart of the app shares: a light theme without animations (the charts follow the
+ * selection, and a test or a screenshot must see the final state at once), readable fonts, the
+ * legend below, a placeholder title when empty, and PNG/SVG export.
+ */
+class ChartBase : public QChartView
+{
+    Q_OBJECT
+
+public:
+    explicit ChartBase(QWidget* parent = nullptr);
+    ~ChartBase() override;
+
+    /** Writes the chart: SVG (vector, by QSvgGenerator) for ".svg", else a raster image (PNG...) by grab(). */
+    bool exportImage(const QString& path);
+
+    /** Whether any axis shortened one of its labels with "..." at the current size (for tests). */
+    bool labelsTruncated() const;
+
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+protected:
+    /** Bold first line, optional grey second line (rich text, so the chart never elides the title). */
+    void setChartTitle(const QString& title, const QString& subtitle = QString());
+    /** Axis title with unit, label font and grid style shared by all charts. */
+    static void styleAxis(QAbstractAxis* axis, const QString& title);
+    /** Shows a tool tip at the cursor, or hides it when `text` is empty. */
+    void showToolTip(const QString& text);
+};
+
+/** Okabe-Ito colours (distinguishable under the common colour-vision deficiencies), shared by the charts. */
+namespace chart_colors {
+inline constexpr unsigned kBlue = 0xFF0072B2;
+inline constexpr unsigned kSkyBlue = 0xFF56B4E9;
+inline constexpr unsigned kGreen = 0xFF009E73;
+inline constexpr unsigned kOrange = 0xFFE69F00;
+inline constexpr unsigned kVermillion = 0xFFD55E00;
+inline constexpr unsigned kPurple = 0xFFCC79A7;
+inline constexpr unsigned kYellow = 0xFFF0E442;
+inline constexpr unsigned kGrey = 0xFF999999;
+inline constexpr unsigned kDark = 0xFF333333;
+} // namespace chart_colors
+
+} // namespace shardscape::ui

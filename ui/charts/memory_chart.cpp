@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+#include "memory_chart.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QChart>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QStackedBarSeries>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <array>
+
+namespace shardscape::ui {
+
+namespace {
+
+constexpr double kBytesPerGB = 1e9;
+
+struct Component
+{
+    const char* name;
+    unsigned color;
+    double MemoryBreakdown::*bytes;
+};
+
+// Static state at the bottom, the part that grows with micro-batches (activations) above it.
+constexpr std::array<Component, 6> kComponents { {
+    { "weights", chart_colors::kBlue, &MemoryBreakdown::weights },
+    { "gradients", chart_colors::kSkyBlue, &MemoryBreakdown::gradients },
+    { "optimizer", chart_colors::kGreen, &MemoryBreakdown::optimizer },
+    { "activations", chart_colors::kOrange, &MemoryBreakdown::activations },
+    { "transient", chart_colors::kVermillion, &MemoryBreakdown::transient },
+    { "reserve", chart_colors::kGrey, &MemoryBreakdown::reserve },
+} };
+
+} // namespace
+
+MemoryChart::MemoryChart(QWidget* parent)
+    : ChartBase(parent)
+    , m_bars(new QStackedBarSeries)
+    , m_limit(new QLineSeries)
+    , m_axisX(new QBarCategoryAxis)
+    , m_axisY(new QValueAxis)
+{
+    QChart* c = chart();
+    m_bars->setBarWidth(0.6);
+    c->addSeries(m_bars);
+    QPen limitPen(QColor(chart_colors::kDark));
+    limitPen.setStyle(Qt::DashLine);
+    limitPen.setWidthF(2);
+    m_limit->setPen(limitPen);
+    c->addSeries(m_limit);
+    c->addAxis(m_axisX, Qt::AlignBottom);
+    c->addAxis(m_axisY, Qt::AlignLeft);
+    for (QAbstractSeries* s : { static_cast<QAbstractSeries*>(m_bars), static_cast<QAbstractSeries*>(m_limit) }) {
+        s->attachAxis(m_axisX);
+        s->attachAxis(m_axisY);
+    }
+    styleAxis(m_axisX, tr("pipeline stage"));
+    styleAxis(m_axisY, tr("memory per device (GB)"));
+    m_axisY->setLabelFormat(QStringLiteral("%.0f"));
+    connect(m_bars, &QStackedBarSeries::hovered, this,
+            [this](bool hovered, int index, QBarSet* set) { showBarToolTip(hovered, index, set); });
+    clear();
+}
+
+MemoryChart::~MemoryChart() = default;
+
+void MemoryChart::clear()
+{
+    m_bars->clear();
+    m_limit->clear();
+    m_limit->setName(tr("limit"));
+    m_limitGB = 0;
+    m_stages.clear();
+    m_devices.clear();
+    m_axisX->clear();
+    m_axisY->setRange(0, 80);
+    m_axisY->applyNiceNumbers();
+    setChartTitle(tr("Memory per device"), tr("no plan selected"));
+}
+
+void MemoryChart::setEvaluation(const Evaluation& evaluation)
+{
+    clear();
+    const auto stages = static_cast<int>(evaluation.stages.size());
+    QStringList categories;
+    for (int i = 0; i < stages; ++i)
+        categories << QString::number(i);
+
+    QList<QBarSet*> sets;
+    double tallest = 0;
+    for (const Component& component : kComponents) {
+        auto* set = new QBarSet(tr(component.name));
+        set->setColor(QColor(component.color));
+        set->setBorderColor(QColor(component.color).darker(120));
+        sets << set;
+    }
+    for (const StageReport& stage : evaluation.stages) {
+        for (std::size_t k = 0; k < kComponents.size(); ++k)
+            sets[static_cast<qsizetype>(k)]->append(stage.memory.*kComponents[k].bytes / kBytesPerGB);
+        tallest = std::max(tallest, stage.memory.total() / kBytesPerGB);
+        m_stages.push_back(stage.memory);
+        m_devices.push_back(stage.devices);
+    }
+    m_bars->append(sets);
+    m_axisX->append(categories);
+    m_axisX->setTitleText(stages > 1 ? tr("pipeline stage (one device each)") : tr("the device (no pipeline)"));
+
+    m_limitGB = evaluation.memory_limit_bytes / kBytesPerGB;
+    if (m_limitGB > 0 && stages > 0) {
+        // Category i sits at x = i, so the line runs across the outer halves of the first and last bars too.
+        m_limit->append(-0.5, m_limitGB);
+        m_limit->append(stages - 0.5, m_limitGB);
+        m_limit->setName(tr("limit %1 GB").arg(m_limitGB, 0, 'f', 1));
+    }
+    m_axisY->setRange(0, std::max(tallest, m_limitGB) * 1.08);
+    m_axisY->applyNiceNumbers();
+
+    const double peak = evaluation.peakMemory() / kBytesPerGB;
+    const QString verdict = evaluation.feasible ? tr("fits") : tr("does not fit");
+    setChartTitle(tr("Memory per device: peak %1 GB of %2 GB, %3").arg(peak, 0, 'f', 1).arg(m_limitGB, 0, 'f', 1).arg(verdict),
+                  QString::fromStdString(evaluation.config.describe()));
+}
+
+QList<QBarSet*> MemoryChart::barSets() const
+{
+    return m_bars->barSets();
+}
+
+QStringList MemoryChart::categories() const
+{
+    return m_axisX->categories();
+}
+
+void MemoryChart::showBarToolTip(bool hovered, int index, QBarSet* set)
+{
+    if (!hovered || index < 0 || index >= static_cast<int>(m_stages.size())) {
+        showToolTip({});
+        return;
+    }
+    const MemoryBreakdown& m = m_stages[static_cast<std::size_t>(index)];
+    QString text = tr("<b>stage %1</b> (%2 GPUs): %3 GB in all").arg(index).arg(m_devices[static_cast<std::size_t>(index)]).arg(m.total() / kBytesPerGB, 0, 'f', 2);
+    for (const Component& component : kComponents) {
+        const QString line = tr("%1: %2 GB").arg(tr(component.name)).arg(m.*component.bytes / kBytesPerGB, 0, 'f', 2);
+        text += QStringLiteral("<br>") + (set && set->label() == tr(component.name) ? QStringLiteral("<b>%1</b>").arg(line) : line);
+    }
+    showToolTip(text);
+}
+
+} // namespace shardscape::ui

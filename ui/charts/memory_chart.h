@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "chart_base.h"
+
+#include "shardscape/cost/cost_model.h"
+
+#include <QList>
+#include <QStringList>
+
+class QBarCategoryAxis;
+class QBarSet;
+class QLineSeries;
+class QStackedBarSeries;
+class QValueAxis;
+
+namespace shardscape::ui {
+
+/**
+ * Peak memory of one device of every pipeline stage as stacked bars (weights, gradients, optimizer
+ * states, stashed activations, transient buffers, reserve; GB = 1e9 bytes) against a dashed line at
+ * the per-device memory limit. The title names the configuration.
+ */
+class MemoryChart : public ChartBase
+{
+    Q_OBJECT
+
+public:
+    explicit MemoryChart(QWidget* parent = nullptr);
+    ~MemoryChart() override;
+
+    void setEvaluation(const Evaluation& evaluation);
+    void clear();
+
+    /** One set per component, in the order weights, gradients, optimizer, activations, transient, reserve; GB per stage. */
+    QList<QBarSet*> barSets() const;
+    QStackedBarSeries* barSeries() const { return m_bars; }
+    /** Two points at the memory limit in GB spanning all stages; empty without a limit. */
+    QLineSeries* limitSeries() const { return m_limit; }
+    /** The limit line's height, GB (0 when there is none). */
+    double limitGB() const { return m_limitGB; }
+    /** Stage labels along the x axis. */
+    QStringList categories() const;
+    QValueAxis* valueAxis() const { return m_axisY; }
+
+private:
+    void showBarToolTip(bool hovered, int index, QBarSet* set);
+
+    QStackedBarSeries* m_bars = nullptr;
+    QLineSeries* m_limit = nullptr;
+    QBarCategoryAxis* m_axisX = nullptr;
+    QValueAxis* m_axisY = nullptr;
+    double m_limitGB = 0;
+    std::vector<MemoryBreakdown> m_stages; ///< bytes, for the tool tips
+    std::vector<int> m_devices; ///< GPUs per stage, for the tool tips
+};
+
+} // namespace shardscape::ui

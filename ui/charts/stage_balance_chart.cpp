@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+#include "stage_balance_chart.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QLineSeries>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <numeric>
+
+namespace shardscape::ui {
+
+namespace {
+
+constexpr double kMsPerSecond = 1e3;
+
+QString layerName(const std::vector<Layer>& layers, int index)
+{
+    if (index < 0 || index >= static_cast<int>(layers.size()))
+        return QString::number(index);
+    return QString::fromStdString(layers[static_cast<std::size_t>(index)].name).toHtmlEscaped();
+}
+
+} // namespace
+
+StageBalanceChart::StageBalanceChart(QWidget* parent)
+    : ChartBase(parent)
+    , m_bars(new QBarSeries)
+    , m_mean(new QLineSeries)
+    , m_axisX(new QBarCategoryAxis)
+    , m_axisY(new QValueAxis)
+{
+    QChart* c = chart();
+    m_bars->setBarWidth(0.6);
+    QPen meanPen(QColor(chart_colors::kDark));
+    meanPen.setStyle(Qt::DashLine);
+    meanPen.setWidthF(2);
+    m_mean->setPen(meanPen);
+    c->addSeries(m_bars);
+    c->addSeries(m_mean);
+    c->addAxis(m_axisX, Qt::AlignBottom);
+    c->addAxis(m_axisY, Qt::AlignLeft);
+    for (QAbstractSeries* s : c->series()) {
+        s->attachAxis(m_axisX);
+        s->attachAxis(m_axisY);
+    }
+    styleAxis(m_axisX, tr("pipeline stage: layers"));
+    styleAxis(m_axisY, tr("time per micro-batch (ms)"));
+    m_axisY->setLabelFormat(QStringLiteral("%.0f"));
+    connect(m_bars, &QBarSeries::hovered, this, [this](bool hovered, int index, QBarSet*) { showBarToolTip(hovered, index); });
+    clear();
+}
+
+StageBalanceChart::~StageBalanceChart() = default;
+
+void StageBalanceChart::clear()
+{
+    m_bars->clear();
+    m_mean->clear();
+    m_mean->setName(tr("mean"));
+    m_axisX->clear();
+    m_labels.clear();
+    m_toolTips.clear();
+    m_slowest = -1;
+    m_labelStyle = LabelStyle::OneLine;
+    m_axisY->setRange(0, 100);
+    setChartTitle(tr("Stage balance"), tr("no plan selected"));
+}
+
+void StageBalanceChart::setEvaluation(const Evaluation& evaluation, const std::vector<Layer>& layers)
+{
+    clear();
+    const auto& stages = evaluation.stages;
+    if (stages.empty())
+        return;
+    auto* set = new QBarSet(tr("forward + backward"));
+    set->setColor(QColor(chart_colors::kBlue));
+    set->setBorderColor(QColor(chart_colors::kBlue).darker(130));
+    set->setSelectedColor(QColor(chart_colors::kVermillion));
+    double slowest = 0;
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+        const StageReport& stage = stages[i];
+        const double ms = stage.compute * kMsPerSecond;
+        set->append(ms);
+        if (ms > slowest) {
+            slowest = ms;
+            m_slowest = static_cast<int>(i);
+        }
+        // Interleaved schedules give a rank several chunks; list each layer range.
+        QStringList ranges;
+        QStringList names;
+        const auto chunks = stage.chunks.empty() ? std::vector<std::pair<int, int>> { { stage.first_layer, stage.last_layer } }
+                                                 : stage.chunks;
+        for (const auto& [first, last] : chunks) {
+            ranges << (first == last ? QString::number(first) : QStringLiteral("%1-%2").arg(first).arg(last));
+            names << QStringLiteral("%1 \u2026 %2").arg(layerName(layers, first), layerName(layers, last));
+        }
+        m_labels << tr("%1: layers %2").arg(i).arg(ranges.join(QStringLiteral(", ")));
+        m_toolTips << tr("<b>stage %1</b>: %2 ms per micro-batch (forward + backward)<br>%3 GPUs<br>%4")
+                          .arg(i)
+                          .arg(ms, 0, 'f', 2)
+                          .arg(stage.devices)
+                          .arg(names.join(QStringLiteral("<br>")));
+    }
+    if (m_slowest >= 0)
+        set->selectBar(m_slowest);
+    m_bars->append(set);
+
+    const double mean
+        = std::accumulate(stages.begin(), stages.end(), 0.0, [](double sum, const StageReport& s) { return sum + s.compute; })
+        / static_cast<double>(stages.size()) * kMsPerSecond;
+    m_mean->append(-0.5, mean);
+    m_mean->append(static_cast<double>(stages.size()) - 0.5, mean);
+    m_mean->setName(tr("mean %1 ms").arg(mean, 0, 'f', 1));
+    m_axisY->setRange(0, slowest * 1.12);
+    m_axisY->applyNiceNumbers();
+    fitCategoryLabels();
+
+    const double imbalance = mean > 0 ? slowest / mean : 1.0;
+    setChartTitle(tr("Stage balance: slowest stage %1 at %2x the mean").arg(m_slowest).arg(imbalance, 0, 'f', 2),
+                  QString::fromStdString(evaluation.config.describe()));
+}
+
+QList<QBarSet*> StageBalanceChart::barSets() const
+{
+    return m_bars->barSets();
+}
+
+QStringList StageBalanceChart::categories() const
+{
+    return m_axisX->categories();
+}
+
+void StageBalanceChart::resizeEvent(QResizeEvent* event)
+{
+    ChartBase::resizeEvent(event);
+    fitCategoryLabels();
+}
+
+void StageBalanceChart::fitCategoryLabels()
+{
+    if (m_labels.isEmpty())
+        return;
+    // Room per bar, roughly: the plot is the widget less the value axis and margins.
+    const QFontMetrics fm(m_axisX->labelsFont());
+    const double perBar = std::max(1.0, (width() - 110.0) / m_labels.size());
+    int longest = 0;
+    for (const QString& label : m_labels)
+        longest = std::max(longest, fm.horizontalAdvance(label));
+    const int numberWidth = fm.horizontalAdvance(QString::number(m_labels.size() - 1));
+    int longestLayers = 0; // "layers a-b" alone, for two-line labels
+    int longestRanges = 0; // "a-b" alone, for three-line labels
+    for (const QString& label : m_labels) {
+        const QString layers = label.section(QStringLiteral(": "), 1);
+        longestLayers = std::max(longestLayers, fm.horizontalAdvance(layers));
+        longestRanges = std::max(longestRanges, fm.horizontalAdvance(layers.section(QLatin1Char(' '), 1)));
+    }
+    // Full labels on one line when they fit, on two lines (stage over layers) when that fits, else
+    // bare stage numbers, the layer ranges staying in the tool tips. No tilted labels: QtCharts
+    // drops a tilted last label that reaches past the axis end.
+    LabelStyle style = LabelStyle::Numbers;
+    if (longest + 12 <= perBar)
+        style = LabelStyle::OneLine;
+    else if (longestLayers + 10 <= perBar)
+        style = LabelStyle::TwoLines;
+    else if (longestRanges + 8 <= perBar)
+        style = LabelStyle::ThreeLines;
+    if (style != m_labelStyle || m_axisX->categories().isEmpty()) {
+        m_labelStyle = style;
+        QStringList categories;
+        for (int i = 0; i < m_labels.size(); ++i) {
+            if (style == LabelStyle::OneLine)
+                categories << m_labels[i];
+            else if (style == LabelStyle::TwoLines)
+                categories << QStringLiteral("%1<br>%2").arg(i).arg(m_labels[i].section(QStringLiteral(": "), 1));
+            else if (style == LabelStyle::ThreeLines)
+                categories << QStringLiteral("%1<br>%2<br>%3")
+                                  .arg(i)
+                                  .arg(tr("layers"), m_labels[i].section(QStringLiteral(": "), 1).section(QLatin1Char(' '), 1));
+            else
+                categories << QString::number(i);
+        }
+        m_axisX->clear();
+        m_axisX->append(categories);
+        m_axisX->setTitleText(style == LabelStyle::Numbers ? tr("pipeline stage (hover a bar for its layers)")
+                                                           : tr("pipeline stage: layers"));
+    }
+    m_axisX->setLabelsAngle(style == LabelStyle::Numbers && numberWidth + 6 > perBar ? -90 : 0);
+}
+
+void StageBalanceChart::showBarToolTip(bool hovered, int index)
+{
+    showToolTip(hovered && index >= 0 && index < m_toolTips.size() ? m_toolTips[index] : QString());
+}
+
+} // namespace shardscape::ui

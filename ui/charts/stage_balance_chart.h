@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "chart_base.h"
+
+#include "shardscape/cost/cost_model.h"
+#include "shardscape/model/layers.h"
+
+#include <QList>
+#include <QStringList>
+
+#include <vector>
+
+class QBarCategoryAxis;
+class QBarSeries;
+class QBarSet;
+class QLineSeries;
+class QValueAxis;
+
+namespace shardscape::ui {
+
+/**
+ * Compute time of each pipeline stage (forward + backward of one micro-batch, all its chunks, ms)
+ * as bars labelled "i: layers a-b", the slowest stage highlighted and the mean dashed: the pipeline
+ * runs at the pace of its slowest stage, so the gap between the two is the imbalance.
+ */
+class StageBalanceChart : public ChartBase
+{
+    Q_OBJECT
+
+public:
+    explicit StageBalanceChart(QWidget* parent = nullptr);
+    ~StageBalanceChart() override;
+
+    /** `layers`: CostModel::layers(), for the layer names in the tool tips (may be empty). */
+    void setEvaluation(const Evaluation& evaluation, const std::vector<Layer>& layers);
+    void clear();
+
+    /** One set: stages[i].compute * 1e3 (ms) per stage. */
+    QList<QBarSet*> barSets() const;
+    QBarSeries* barSeries() const { return m_bars; }
+    /** Two points at the mean stage time in ms. */
+    QLineSeries* meanSeries() const { return m_mean; }
+    /** "i: layers a-b" per stage (chunks joined by ", " for interleaved schedules). */
+    QStringList stageLabels() const { return m_labels; }
+    /** What the x axis shows now: the stage labels on one to three lines, or bare stage numbers when narrow. */
+    QStringList categories() const;
+    /** The slowest stage, or -1. */
+    int slowestStage() const { return m_slowest; }
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
+private:
+    void fitCategoryLabels();
+    void showBarToolTip(bool hovered, int index);
+
+    QBarSeries* m_bars = nullptr;
+    QLineSeries* m_mean = nullptr;
+    QBarCategoryAxis* m_axisX = nullptr;
+    QValueAxis* m_axisY = nullptr;
+    QStringList m_labels;
+    QStringList m_toolTips;
+    enum class LabelStyle
+    {
+        OneLine,
+        TwoLines,
+        ThreeLines,
+        Numbers
+    };
+    int m_slowest = -1;
+    LabelStyle m_labelStyle = LabelStyle::OneLine;
+};
+
+} // namespace shardscape::ui

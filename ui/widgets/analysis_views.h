@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "shardscape/search/planner.h"
+
+#include <QWidget>
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+class QGridLayout;
+class QSplitter;
+
+namespace shardscape::ui {
+
+class TimelineView;
+class MemoryChart;
+class ParetoChart;
+class BubbleChart;
+class StageBalanceChart;
+
+/**
+ * The views one evaluated configuration drives: the pipeline timeline on top, the memory, Pareto, bubble and
+ * stage-balance charts below (four in a row on wide windows, two by two otherwise). Each view is built only when
+ * its code is part of the build (ui/timeline, ui/charts), so no placeholder ever shows.
+ */
+class AnalysisViews : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit AnalysisViews(QWidget* parent = nullptr);
+
+    /** True when neither the timeline nor any chart is built in. */
+    bool isEmpty() const;
+
+    /** Shows one configuration: timeline (when simulated), memory, stage balance and the bubble curve. */
+    void showEvaluation(const Evaluation& evaluation, const std::vector<Layer>& layers,
+                        const std::vector<std::pair<int, double>>& bubbleCurve, const QString& title);
+    /** Every candidate of a plan on the Pareto chart; `selectedFeasible` indexes result.top (-1: none). */
+    void setCandidates(const PlanResult& result, int selectedFeasible);
+    void clear();
+
+    /** Events the timeline displays; -1 when the timeline is not built in. */
+    int timelineEventCount() const;
+
+    /** A view that can be written to PNG or SVG (by the file name's extension). */
+    struct ImageView
+    {
+        QString name; ///< "Timeline", "Memory chart", ...
+        QString fileStem; ///< "timeline", "memory", ...
+        std::function<bool(const QString& path)> exportImage;
+    };
+    std::vector<ImageView> imageViews() const;
+
+    QByteArray saveState() const;
+    void restoreState(const QByteArray& state);
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
+private:
+    void layoutCharts(int columns);
+
+    QSplitter* m_splitter;
+    QWidget* m_chartArea = nullptr;
+    QGridLayout* m_chartGrid = nullptr;
+    std::vector<QWidget*> m_charts;
+    int m_columns = 0;
+    TimelineView* m_timeline = nullptr;
+    MemoryChart* m_memory = nullptr;
+    ParetoChart* m_pareto = nullptr;
+    BubbleChart* m_bubble = nullptr;
+    StageBalanceChart* m_balance = nullptr;
+};
+
+} // namespace shardscape::ui

@@ -1,0 +1,679 @@
+// SPDX-License-Identifier: MIT
+#include "widgets/main_window.h"
+
+#include "jobs/evaluate_job.h"
+#include "jobs/model_job.h"
+#include "jobs/plan_job.h"
+#include "models/candidates_model.h"
+#include "models/format.h"
+#include "models/layers_model.h"
+#include "widgets/analysis_views.h"
+#include "widgets/candidates_panel.h"
+#include "widgets/cluster_panel.h"
+#include "widgets/compare_widget.h"
+#include "widgets/error_box.h"
+#include "widgets/exports.h"
+#include "widgets/model_panel.h"
+#include "widgets/planner_panel.h"
+#include "widgets/recent_files.h"
+#include "widgets/what_if_panel.h"
+
+#include "shardscape/support/error.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFontDatabase>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTimer>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace shardscape::ui {
+
+namespace {
+
+bool isModelFile(const QString& path)
+{
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    return suffix == QLatin1String("json") || suffix == QLatin1String("onnx");
+}
+
+QDockWidget* makeDock(const QString& title, const QString& name, QWidget* content, QWidget* parent)
+{
+    auto* dock = new QDockWidget(title, parent);
+    dock->setObjectName(name);
+    dock->setWidget(content);
+    dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable
+                      | QDockWidget::DockWidgetClosable);
+    return dock;
+}
+
+QScrollArea* scrolled(QWidget* content)
+{
+    auto* area = new QScrollArea;
+    area->setWidget(content);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    return area;
+}
+
+} // namespace
+
+MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
+    : QMainWindow(parent)
+    , m_options(options)
+    , m_planJob(new PlanJob(this))
+    , m_evaluateJob(new EvaluateJob(this))
+    , m_modelJob(new ModelJob(this))
+{
+    setWindowTitle(tr("Shardscape"));
+    setAcceptDrops(true);
+    setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
+    createPanels();
+    createDocks();
+    createActions();
+    connectJobs();
+    setPlanning(false);
+
+    if (m_options.use_settings)
+        restoreSettings();
+    else
+        resize(1600, 1000);
+    if (!m_options.model.isEmpty())
+        m_modelPanel->setModelSpec(m_options.model);
+    if (!m_options.cluster.isEmpty())
+        m_clusterPanel->setClusterSpec(m_options.cluster);
+    if (m_options.nodes > 0)
+        m_clusterPanel->setNodes(m_options.nodes);
+    if (m_options.gpus_per_node > 0)
+        m_clusterPanel->setGpusPerNode(m_options.gpus_per_node);
+
+    loadModelOverview();
+    if (m_options.plan_on_start)
+        plan();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createPanels()
+{
+    m_modelPanel = new ModelPanel;
+    m_clusterPanel = new ClusterPanel;
+    m_plannerPanel = new PlannerPanel;
+    m_candidates = new CandidatesPanel;
+    m_views = new AnalysisViews;
+    m_whatIf = new WhatIfPanel;
+    m_compare = new CompareWidget;
+    m_log = new QPlainTextEdit;
+    m_log->setReadOnly(true);
+    m_log->setMaximumBlockCount(5000);
+    m_log->setLineWrapMode(QPlainTextEdit::NoWrap);
+    m_log->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    m_explanation = new QPlainTextEdit;
+    m_explanation->setReadOnly(true);
+    m_explanation->setPlaceholderText(tr("Why the best plan won appears here after planning."));
+
+    m_centerSplitter = new QSplitter(Qt::Vertical);
+    m_centerSplitter->setObjectName(QStringLiteral("centerSplitter"));
+    m_centerSplitter->setChildrenCollapsible(false);
+    m_centerSplitter->addWidget(m_candidates);
+    if (m_views->isEmpty()) {
+        m_views->hide();
+    } else {
+        m_centerSplitter->addWidget(m_views);
+        m_centerSplitter->setStretchFactor(0, 2);
+        m_centerSplitter->setStretchFactor(1, 5);
+    }
+    setCentralWidget(m_centerSplitter);
+
+    connect(m_modelPanel, &ModelPanel::modelSpecChanged, this, [this] {
+        loadModelOverview();
+        statusBar()->showMessage(tr("Model changed: press Plan (Ctrl+R)"), 5000);
+    });
+    connect(m_modelPanel, &ModelPanel::openRequested, this, [this] { m_openAction->trigger(); });
+    auto* seqLenDelay = new QTimer(this);
+    seqLenDelay->setSingleShot(true);
+    seqLenDelay->setInterval(300);
+    connect(seqLenDelay, &QTimer::timeout, this, &MainWindow::loadModelOverview);
+    connect(m_plannerPanel, &PlannerPanel::seqLenChanged, seqLenDelay, qOverload<>(&QTimer::start));
+    connect(m_candidates, &CandidatesPanel::currentCandidateChanged, this, &MainWindow::onCandidateChanged);
+    connect(m_candidates, &CandidatesPanel::pinRequested, this, &MainWindow::pinCandidate);
+    connect(m_whatIf, &WhatIfPanel::configEdited, this, &MainWindow::onWhatIfEdited);
+    connect(m_whatIf, &WhatIfPanel::resetRequested, this, [this] { onCandidateChanged(m_selectedRow); });
+    connect(m_whatIf, &WhatIfPanel::pinRequested, this, [this] {
+        if (m_whatIf->result())
+            m_compare->pin(*m_whatIf->result(), tr("what-if %1").arg(format::text(m_whatIf->result()->config.describe())));
+    });
+}
+
+void MainWindow::createDocks()
+{
+    // Inputs: the model with its layer tree above, cluster and planner options below.
+    auto* modelBox = new QGroupBox(tr("Model"));
+    auto* modelLayout = new QVBoxLayout(modelBox);
+    modelLayout->addWidget(m_modelPanel);
+    auto* clusterBox = new QGroupBox(tr("Cluster"));
+    auto* clusterLayout = new QVBoxLayout(clusterBox);
+    clusterLayout->addWidget(m_clusterPanel);
+    auto* plannerBox = new QGroupBox(tr("Planner"));
+    auto* plannerLayout = new QVBoxLayout(plannerBox);
+    plannerLayout->addWidget(m_plannerPanel);
+    m_planButton = new QPushButton(tr("&Plan"));
+    m_planButton->setToolTip(tr("Search the best parallel plans for these inputs (Ctrl+R)"));
+    m_planButton->setDefault(true);
+    auto* options = new QWidget;
+    auto* optionsLayout = new QVBoxLayout(options);
+    optionsLayout->setContentsMargins(0, 0, 0, 0);
+    optionsLayout->addWidget(clusterBox);
+    optionsLayout->addWidget(plannerBox);
+    optionsLayout->addStretch(1);
+    auto* optionsColumn = new QWidget;
+    auto* columnLayout = new QVBoxLayout(optionsColumn);
+    columnLayout->setContentsMargins(0, 0, 0, 0);
+    columnLayout->addWidget(scrolled(options), 1);
+    columnLayout->addWidget(m_planButton);
+
+    m_inputsSplitter = new QSplitter(Qt::Vertical);
+    m_inputsSplitter->setObjectName(QStringLiteral("inputsSplitter"));
+    m_inputsSplitter->setChildrenCollapsible(false);
+    m_inputsSplitter->addWidget(modelBox);
+    m_inputsSplitter->addWidget(optionsColumn);
+    m_inputsSplitter->setStretchFactor(0, 3);
+    m_inputsSplitter->setStretchFactor(1, 4);
+    auto* inputs = makeDock(tr("Inputs"), QStringLiteral("inputsDock"), m_inputsSplitter, this);
+    addDockWidget(Qt::LeftDockWidgetArea, inputs);
+
+    auto* whatIf = makeDock(tr("What-if"), QStringLiteral("whatIfDock"), scrolled(m_whatIf), this);
+    auto* compare = makeDock(tr("Compare"), QStringLiteral("compareDock"), m_compare, this);
+    auto* why = makeDock(tr("Why This Plan"), QStringLiteral("explanationDock"), m_explanation, this);
+    auto* log = makeDock(tr("Log"), QStringLiteral("logDock"), m_log, this);
+    addDockWidget(Qt::RightDockWidgetArea, whatIf);
+    tabifyDockWidget(whatIf, compare);
+    addDockWidget(Qt::RightDockWidgetArea, why);
+    tabifyDockWidget(why, log);
+    whatIf->raise();
+    why->raise();
+    resizeDocks({inputs, whatIf}, {400, 380}, Qt::Horizontal);
+    resizeDocks({whatIf, why}, {560, 300}, Qt::Vertical);
+
+    // The status bar: what the planner does now, how far it is, and a way to stop it.
+    m_phase = new QLabel;
+    m_progress = new QProgressBar;
+    m_progress->setRange(0, 1000);
+    m_progress->setMaximumWidth(260);
+    m_progress->setTextVisible(true);
+    m_cancelButton = new QToolButton;
+    m_cancelButton->setText(tr("Cancel"));
+    m_cancelButton->setToolTip(tr("Stop planning (Esc)"));
+    statusBar()->addPermanentWidget(m_phase);
+    statusBar()->addPermanentWidget(m_progress);
+    statusBar()->addPermanentWidget(m_cancelButton);
+}
+
+void MainWindow::createActions()
+{
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    m_openAction = file->addAction(QIcon::fromTheme(QStringLiteral("document-open")), tr("&Open Model…"));
+    m_openAction->setShortcut(QKeySequence::Open);
+    m_openAction->setToolTip(tr("Open an HF config.json, a native graph .json or an .onnx file (Ctrl+O)"));
+    connect(m_openAction, &QAction::triggered, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open Model"), m_lastDir,
+                                                          tr("Models (*.json *.onnx);;All files (*)"));
+        if (!path.isEmpty())
+            openModelFile(path);
+    });
+    QMenu* recentMenu = file->addMenu(tr("Open &Recent"));
+    m_recent = new RecentFiles(recentMenu, this);
+    connect(m_recent, &RecentFiles::fileChosen, this, &MainWindow::openModelFile);
+    file->addSeparator();
+
+    QMenu* exportMenu = file->addMenu(tr("&Export"));
+    m_exportPlanAction = exportMenu->addAction(tr("&Plan File (JSON)…"));
+    m_exportPlanAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    connect(m_exportPlanAction, &QAction::triggered, this, [this] {
+        exportWithDialog(tr("Export Plan"), tr("Plan files (*.json)"), QStringLiteral("plan.json"),
+                         [this](const QString& path) { return exportPlan(path); });
+    });
+    m_exportResultAction = exportMenu->addAction(tr("&Result (JSON, every candidate)…"));
+    m_exportResultAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+    connect(m_exportResultAction, &QAction::triggered, this, [this] {
+        exportWithDialog(tr("Export Result"), tr("JSON files (*.json)"), QStringLiteral("result.json"),
+                         [this](const QString& path) { return exportResult(path); });
+    });
+    m_exportTraceAction = exportMenu->addAction(tr("&Chrome Trace (Perfetto)…"));
+    connect(m_exportTraceAction, &QAction::triggered, this, [this] {
+        exportWithDialog(tr("Export Chrome Trace"), tr("Trace files (*.json)"), QStringLiteral("trace.json"),
+                         [this](const QString& path) { return exportChromeTrace(path); });
+    });
+    const auto views = m_views->imageViews();
+    if (!views.empty()) {
+        m_exportImageMenu = exportMenu->addMenu(tr("&Image"));
+        for (const auto& view : views) {
+            connect(m_exportImageMenu->addAction(view.name + QStringLiteral("…")), &QAction::triggered, this,
+                    [this, view] {
+                        exportWithDialog(tr("Export %1").arg(view.name),
+                                         tr("PNG image (*.png);;SVG image (*.svg)"), view.fileStem + QStringLiteral(".png"),
+                                         [this, view](const QString& path) {
+                                             if (view.exportImage(path))
+                                                 return true;
+                                             reportError(tr("Export Failed"),
+                                                         tr("cannot write %1 (choose a folder you can write to)")
+                                                             .arg(path));
+                                             return false;
+                                         });
+                    });
+        }
+    }
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+
+    QMenu* planMenu = menuBar()->addMenu(tr("&Plan"));
+    m_planAction = planMenu->addAction(QIcon::fromTheme(QStringLiteral("media-playback-start")), tr("&Plan"));
+    m_planAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    m_planAction->setToolTip(tr("Search the best parallel plans (Ctrl+R)"));
+    connect(m_planAction, &QAction::triggered, this, &MainWindow::plan);
+    connect(m_planButton, &QPushButton::clicked, this, &MainWindow::plan);
+    m_cancelAction = planMenu->addAction(QIcon::fromTheme(QStringLiteral("process-stop")), tr("&Cancel"));
+    m_cancelAction->setShortcut(QKeySequence(Qt::Key_Escape));
+    m_cancelAction->setToolTip(tr("Stop planning (Esc)"));
+    connect(m_cancelAction, &QAction::triggered, this, &MainWindow::cancelPlan);
+    connect(m_cancelButton, &QToolButton::clicked, this, &MainWindow::cancelPlan);
+    planMenu->addSeparator();
+    m_pinAction = planMenu->addAction(tr("P&in Selected Candidate"));
+    m_pinAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
+    connect(m_pinAction, &QAction::triggered, this, [this] { pinCandidate(m_candidates->currentCandidate()); });
+    QAction* filter = planMenu->addAction(tr("&Filter Candidates"));
+    filter->setShortcut(QKeySequence::Find);
+    connect(filter, &QAction::triggered, m_candidates, &CandidatesPanel::focusFilter);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (auto* dock : findChildren<QDockWidget*>())
+        view->addAction(dock->toggleViewAction());
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About Shardscape"), this, [this] {
+        QMessageBox::about(this, tr("About Shardscape"),
+                           tr("<b>Shardscape %1</b><p>Plans how to parallelize the training of a large model across "
+                              "GPUs, predicts step time, MFU, bubbles and memory with an event simulator, and "
+                              "exports the plan.</p><p>Shortcuts: Ctrl+R plan, Esc cancel, Ctrl+O open a model, "
+                              "Ctrl+E export the plan, Ctrl+P pin for comparison, Ctrl+F filter.</p>")
+                               .arg(QStringLiteral(SHARDSCAPE_VERSION)));
+    });
+
+    QToolBar* tools = addToolBar(tr("Main"));
+    tools->setObjectName(QStringLiteral("mainToolBar"));
+    tools->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    tools->addAction(m_openAction);
+    tools->addAction(m_planAction);
+    tools->addAction(m_cancelAction);
+    tools->addSeparator();
+    tools->addAction(m_pinAction);
+    tools->addAction(m_exportPlanAction);
+}
+
+void MainWindow::connectJobs()
+{
+    connect(m_planJob, &PlanJob::started, this, [this] {
+        setPlanning(true);
+        m_log->appendPlainText(QStringLiteral("──"));
+    });
+    connect(m_planJob, &PlanJob::progressChanged, this, [this](const QString& phase, quint64 done, quint64 total) {
+        m_phase->setText(phase);
+        m_progress->setValue(total > 0 ? static_cast<int>(done * 1000 / total) : 0);
+        m_progress->setFormat(total > 1 ? QStringLiteral("%1 / %2").arg(done).arg(total) : QStringLiteral("%p%"));
+    });
+    connect(m_planJob, &PlanJob::logLine, m_log, &QPlainTextEdit::appendPlainText);
+    connect(m_planJob, &PlanJob::planAvailable, this, &MainWindow::onPlanAvailable);
+    connect(m_planJob, &PlanJob::failed, this, [this](const QString& message) {
+        setPlanning(false);
+        m_log->appendPlainText(tr("planning failed: %1").arg(message));
+        reportError(tr("Planning Failed"), message);
+    });
+    connect(m_planJob, &PlanJob::cancelled, this, [this] {
+        setPlanning(false);
+        m_log->appendPlainText(tr("planning cancelled"));
+        statusBar()->showMessage(tr("Planning cancelled"), 5000);
+    });
+
+    connect(m_evaluateJob, &EvaluateJob::evaluationAvailable, this, &MainWindow::onEvaluationAvailable);
+    connect(m_evaluateJob, &EvaluateJob::failed, this, [this](const QString& message) {
+        m_whatIf->showProblem(message);
+        m_log->appendPlainText(tr("evaluation failed: %1").arg(message));
+        emit errorShown(message);
+    });
+
+    connect(m_modelJob, &ModelJob::modelAvailable, this, [this](std::shared_ptr<const ModelOverview> overview) {
+        m_overview = overview;
+        m_modelPanel->setOverview(std::move(overview));
+    });
+    connect(m_modelJob, &ModelJob::failed, this, [this](const QString& spec, const QString& message) {
+        m_modelPanel->setLoadError(message);
+        reportError(tr("Cannot Load the Model"), message);
+        Q_UNUSED(spec)
+    });
+}
+
+PlanRequest MainWindow::currentRequest() const
+{
+    PlanRequest request;
+    request.model_spec = m_modelPanel->modelSpec().toStdString();
+    m_clusterPanel->applyTo(request);
+    m_plannerPanel->applyTo(request);
+    request.config.pipeline_pivots = m_modelPanel->layersModel()->pivots();
+    if (m_plannerPanel->recompute() == PlannerPanel::Recompute::SearchOrTicked)
+        request.config.recompute_modules = m_modelPanel->layersModel()->recomputeModules();
+    return request;
+}
+
+void MainWindow::plan()
+{
+    m_planJob->start(currentRequest());
+}
+
+void MainWindow::cancelPlan()
+{
+    if (!m_planJob->isRunning())
+        return;
+    m_phase->setText(tr("cancelling…"));
+    m_planJob->cancel();
+}
+
+void MainWindow::setPlanning(bool planning)
+{
+    m_cancelAction->setEnabled(planning);
+    m_cancelButton->setEnabled(planning);
+    m_progress->setVisible(planning);
+    m_cancelButton->setVisible(planning);
+    if (!planning) {
+        m_phase->clear();
+        m_progress->setValue(0);
+    } else {
+        m_phase->setText(tr("starting"));
+    }
+}
+
+void MainWindow::reportError(const QString& title, const QString& message)
+{
+    m_lastError = message;
+    statusBar()->showMessage(message, 10000);
+    showError(this, title, message);
+    emit errorShown(message);
+}
+
+void MainWindow::loadModelOverview()
+{
+    m_modelJob->start(m_modelPanel->modelSpec().toStdString(), m_plannerPanel->seqLen());
+}
+
+void MainWindow::openModelFile(const QString& path)
+{
+    const QFileInfo info(path);
+    if (!info.isFile()) {
+        reportError(tr("Cannot Open the Model"),
+                    tr("%1 does not exist or is not a file (choose an HF config.json, a native graph .json or an "
+                       ".onnx file)")
+                        .arg(path));
+        return;
+    }
+    m_lastDir = info.absolutePath();
+    m_recent->add(info.absoluteFilePath());
+    m_modelPanel->setModelSpec(info.absoluteFilePath());
+}
+
+void MainWindow::onPlanAvailable(std::shared_ptr<const PlanResult> result)
+{
+    setPlanning(false);
+    m_evaluateJob->discard();
+    m_result = std::move(result);
+    m_resultRequest = m_planJob->request();
+    m_selected.reset();
+    m_shown.reset();
+    m_selectedRow = -1;
+    m_whatIf->clearBaseline();
+    m_candidates->setResult(m_result);
+
+    QStringList why;
+    for (const auto& line : m_result->explanation.lines)
+        why << QString::fromStdString(line);
+    why << QString() << tr("%1 candidates, %2 feasible, %3 simulated in %4.")
+                            .arg(m_result->counts.candidates_total)
+                            .arg(m_result->counts.candidates_feasible)
+                            .arg(m_result->counts.simulated)
+                            .arg(format::seconds(m_result->counts.elapsed_s));
+    m_explanation->setPlainText(why.join(QLatin1Char('\n')));
+    m_views->setCandidates(*m_result, m_result->top.empty() ? -1 : 0);
+    statusBar()->showMessage(tr("Planned %1 on %2 GPUs: %3 feasible candidates")
+                                 .arg(QString::fromStdString(m_result->model->graph().name))
+                                 .arg(m_result->model->cluster().worldSize())
+                                 .arg(m_result->counts.candidates_feasible),
+                             10000);
+    emit planShown();
+
+    const std::string nothingFits = nothingFitsMessage(*m_result, m_resultRequest);
+    if (!nothingFits.empty())
+        reportError(tr("Nothing Fits"), QString::fromStdString(nothingFits));
+    if (m_candidates->model()->rowCount() > 0)
+        m_candidates->selectCandidate(0);
+    else
+        m_views->clear();
+}
+
+QString MainWindow::candidateTitle(int row) const
+{
+    const Evaluation* e = m_candidates->model()->evaluation(row);
+    if (!e)
+        return {};
+    const QString rank = m_candidates->model()->isFeasible(row) ? QStringLiteral("#%1").arg(row + 1) : tr("infeasible");
+    return QStringLiteral("%1  %2").arg(rank, format::text(e->config.describe()));
+}
+
+void MainWindow::onCandidateChanged(int row)
+{
+    m_selectedRow = row;
+    const Evaluation* e = m_candidates->model()->evaluation(row);
+    if (!e || !m_result) {
+        m_evaluateJob->discard();
+        m_whatIf->clearBaseline();
+        m_views->clear();
+        return;
+    }
+    EvaluationRequest request;
+    request.purpose = EvaluationPurpose::Selection;
+    request.model = m_result->model;
+    request.config = e->config;
+    request.workload.global_batch = e->config.globalBatch();
+    request.workload.seq_len = m_result->model->graph().seq_len;
+    request.workload.memory_limit_bytes = e->memory_limit_bytes > 0
+        ? e->memory_limit_bytes
+        : memoryLimitBytes(m_resultRequest.config, m_result->model->cluster());
+    m_evaluateJob->start(request);
+    const int feasibleIndex = m_candidates->model()->isFeasible(row) ? row : -1;
+    m_views->setCandidates(*m_result, feasibleIndex);
+}
+
+void MainWindow::onWhatIfEdited(const ParallelConfig& config)
+{
+    if (!m_result || !m_selected)
+        return;
+    EvaluationRequest request;
+    request.purpose = EvaluationPurpose::WhatIf;
+    request.model = m_result->model;
+    request.config = config;
+    request.workload.global_batch = config.globalBatch();
+    request.workload.seq_len = m_result->model->graph().seq_len;
+    request.workload.memory_limit_bytes = m_selected->memory_limit_bytes;
+    request.require_full_cluster = false;
+    m_evaluateJob->start(request);
+}
+
+void MainWindow::onEvaluationAvailable(const SelectionEvaluation& result)
+{
+    if (!m_result)
+        return;
+    const Evaluation& e = *result.evaluation;
+    if (result.purpose == EvaluationPurpose::Selection) {
+        m_selected = result.evaluation;
+        m_shown = result.evaluation;
+        m_whatIf->setBaseline(e, m_result->model->cluster().worldSize());
+        m_views->showEvaluation(e, m_result->model->layers(), result.bubble_curve, candidateTitle(m_selectedRow));
+        emit selectionShown();
+    } else {
+        m_shown = result.evaluation;
+        m_whatIf->showResult(e, result.evaluate_s);
+        m_views->showEvaluation(e, m_result->model->layers(), result.bubble_curve,
+                                tr("what-if  %1").arg(format::text(e.config.describe())));
+        emit whatIfShown();
+    }
+}
+
+void MainWindow::pinCandidate(int row)
+{
+    const Evaluation* e = m_candidates->model()->evaluation(row);
+    if (!e) {
+        statusBar()->showMessage(tr("Select a candidate to pin"), 5000);
+        return;
+    }
+    m_compare->pin(*e, candidateTitle(row));
+    if (auto* dock = findChild<QDockWidget*>(QStringLiteral("compareDock"))) {
+        dock->show();
+        dock->raise();
+    }
+}
+
+void MainWindow::exportWithDialog(const QString& title, const QString& filter, const QString& suggestion,
+                                  const std::function<bool(const QString&)>& write)
+{
+    const QString start = (m_lastDir.isEmpty() ? QDir::currentPath() : m_lastDir) + QLatin1Char('/') + suggestion;
+    QString selectedFilter;
+    QString path = QFileDialog::getSaveFileName(this, title, start, filter, &selectedFilter);
+    if (path.isEmpty())
+        return;
+    if (QFileInfo(path).suffix().isEmpty())
+        path += selectedFilter.contains(QLatin1String("*.svg")) ? QStringLiteral(".svg")
+            : selectedFilter.contains(QLatin1String("*.png"))   ? QStringLiteral(".png")
+                                                                : QStringLiteral(".json");
+    m_lastDir = QFileInfo(path).absolutePath();
+    if (write(path))
+        statusBar()->showMessage(tr("Wrote %1").arg(QDir::toNativeSeparators(path)), 5000);
+}
+
+bool MainWindow::exportPlan(const QString& path)
+{
+    try {
+        const Evaluation* e = m_candidates->model()->evaluation(m_candidates->currentCandidate());
+        if (!m_result || !e)
+            throw InputError("there is no selected plan to export", "plan (Ctrl+R) and select a candidate");
+        saveFileAtomically(path, planFileText(*e, *m_result->model, m_resultRequest));
+        return true;
+    } catch (const InputError& error) {
+        reportError(tr("Export Failed"), QString::fromStdString(error.message()));
+    }
+    return false;
+}
+
+bool MainWindow::exportResult(const QString& path)
+{
+    try {
+        if (!m_result)
+            throw InputError("there is no plan to export", "plan first (Ctrl+R)");
+        saveFileAtomically(path, resultFileText(*m_result));
+        return true;
+    } catch (const InputError& error) {
+        reportError(tr("Export Failed"), QString::fromStdString(error.message()));
+    }
+    return false;
+}
+
+bool MainWindow::exportChromeTrace(const QString& path)
+{
+    try {
+        if (!m_shown)
+            throw InputError("there is no timeline to export", "plan (Ctrl+R) and select a candidate");
+        saveFileAtomically(path, chromeTraceText(*m_shown));
+        return true;
+    } catch (const InputError& error) {
+        reportError(tr("Export Failed"), QString::fromStdString(error.message()));
+    }
+    return false;
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event)
+{
+    const auto urls = event->mimeData()->urls();
+    if (urls.size() == 1 && urls.front().isLocalFile() && isModelFile(urls.front().toLocalFile()))
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event)
+{
+    const auto urls = event->mimeData()->urls();
+    if (urls.size() == 1 && urls.front().isLocalFile()) {
+        event->acceptProposedAction();
+        openModelFile(urls.front().toLocalFile());
+    }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    if (m_options.use_settings)
+        saveSettings();
+    m_planJob->cancel();
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::saveSettings() const
+{
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    settings.setValue(QStringLiteral("window/centerSplitter"), m_centerSplitter->saveState());
+    settings.setValue(QStringLiteral("window/inputsSplitter"), m_inputsSplitter->saveState());
+    settings.setValue(QStringLiteral("window/views"), m_views->saveState());
+    settings.setValue(QStringLiteral("window/lastDir"), m_lastDir);
+    m_modelPanel->saveSettings(settings);
+    m_clusterPanel->saveSettings(settings);
+    m_plannerPanel->saveSettings(settings);
+    m_candidates->saveSettings(settings);
+    m_recent->save(settings);
+}
+
+void MainWindow::restoreSettings()
+{
+    QSettings settings;
+    if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray()))
+        resize(1600, 1000);
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    m_centerSplitter->restoreState(settings.value(QStringLiteral("window/centerSplitter")).toByteArray());
+    m_inputsSplitter->restoreState(settings.value(QStringLiteral("window/inputsSplitter")).toByteArray());
+    m_views->restoreState(settings.value(QStringLiteral("window/views")).toByteArray());
+    m_lastDir = settings.value(QStringLiteral("window/lastDir")).toString();
+    m_modelPanel->restoreSettings(settings);
+    m_clusterPanel->restoreSettings(settings);
+    m_plannerPanel->restoreSettings(settings);
+    m_candidates->restoreSettings(settings);
+    m_recent->load(settings);
+}
+
+} // namespace shardscape::ui

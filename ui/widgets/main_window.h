@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "jobs/plan_request.h"
+#include "jobs/selection_evaluation.h"
+#include "models/model_overview.h"
+
+#include <QMainWindow>
+
+#include <functional>
+#include <memory>
+
+class QAction;
+class QLabel;
+class QMenu;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSplitter;
+class QToolButton;
+
+namespace shardscape::ui {
+
+class AnalysisViews;
+class CandidatesPanel;
+class ClusterPanel;
+class CompareWidget;
+class EvaluateJob;
+class ModelJob;
+class ModelPanel;
+class PlanJob;
+class PlannerPanel;
+class RecentFiles;
+class WhatIfPanel;
+
+/** How the window starts. */
+struct MainWindowOptions
+{
+    bool use_settings = true; ///< restore inputs and window state at start, save them at exit
+    bool plan_on_start = true; ///< plan the inputs at once (the embedded default on a first start)
+    QString model; ///< overrides the model (preset or file)
+    QString cluster; ///< overrides the device preset or cluster file
+    int nodes = 0; ///< > 0 overrides
+    int gpus_per_node = 0; ///< > 0 overrides
+};
+
+/**
+ * Shardscape's main window: inputs on the left (model and layer tree, cluster, planner), the candidates and the
+ * views of the selected one in the middle, what-if, comparison, explanation and log on the right. Planning,
+ * re-evaluation and model loading run as background jobs; the latest request wins.
+ */
+class MainWindow : public QMainWindow
+{
+    Q_OBJECT
+public:
+    explicit MainWindow(const MainWindowOptions& options = {}, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    /** The request the panels describe now. */
+    PlanRequest currentRequest() const;
+
+    /** Plans currentRequest() in the background (superseding a running plan). */
+    void plan();
+    void cancelPlan();
+    /** Loads a model file into the model panel (and the recent files); errors go to a message box. */
+    void openModelFile(const QString& path);
+
+    /** Writers behind File > Export; false (after a message box) when it failed. */
+    bool exportPlan(const QString& path);
+    bool exportResult(const QString& path);
+    bool exportChromeTrace(const QString& path);
+
+    // For tests and the app's --screenshot.
+    PlanJob* planJob() const { return m_planJob; }
+    EvaluateJob* evaluateJob() const { return m_evaluateJob; }
+    ModelPanel* modelPanel() const { return m_modelPanel; }
+    ClusterPanel* clusterPanel() const { return m_clusterPanel; }
+    PlannerPanel* plannerPanel() const { return m_plannerPanel; }
+    CandidatesPanel* candidatesPanel() const { return m_candidates; }
+    AnalysisViews* analysisViews() const { return m_views; }
+    WhatIfPanel* whatIfPanel() const { return m_whatIf; }
+    CompareWidget* compareWidget() const { return m_compare; }
+    const std::shared_ptr<const PlanResult>& currentResult() const { return m_result; }
+    /** The re-evaluated selection (with its timeline) or the what-if on display. */
+    const std::shared_ptr<const Evaluation>& shownEvaluation() const { return m_shown; }
+    QString lastError() const { return m_lastError; }
+
+signals:
+    /** A plan's candidates are in the table. */
+    void planShown();
+    /** The selected candidate was re-evaluated and every view shows it. */
+    void selectionShown();
+    /** A what-if edit was re-simulated and is shown. */
+    void whatIfShown();
+    /** An error was reported to the user (message box or status). */
+    void errorShown(const QString& message);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    void createPanels();
+    void createActions();
+    void createDocks();
+    void connectJobs();
+    void restoreSettings();
+    void saveSettings() const;
+    void setPlanning(bool planning);
+    void reportError(const QString& title, const QString& message);
+    void loadModelOverview();
+
+    void onPlanAvailable(std::shared_ptr<const PlanResult> result);
+    void onCandidateChanged(int row);
+    void onEvaluationAvailable(const SelectionEvaluation& result);
+    void onWhatIfEdited(const ParallelConfig& config);
+    void pinCandidate(int row);
+    void exportWithDialog(const QString& title, const QString& filter, const QString& suffix,
+                          const std::function<bool(const QString&)>& write);
+    QString candidateTitle(int row) const;
+
+    MainWindowOptions m_options;
+    PlanJob* m_planJob;
+    EvaluateJob* m_evaluateJob;
+    ModelJob* m_modelJob;
+
+    ModelPanel* m_modelPanel = nullptr;
+    ClusterPanel* m_clusterPanel = nullptr;
+    PlannerPanel* m_plannerPanel = nullptr;
+    CandidatesPanel* m_candidates = nullptr;
+    AnalysisViews* m_views = nullptr;
+    WhatIfPanel* m_whatIf = nullptr;
+    CompareWidget* m_compare = nullptr;
+    QPlainTextEdit* m_log = nullptr;
+    QPlainTextEdit* m_explanation = nullptr;
+    QSplitter* m_centerSplitter = nullptr;
+    QSplitter* m_inputsSplitter = nullptr;
+    QPushButton* m_planButton = nullptr;
+    QLabel* m_phase = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QToolButton* m_cancelButton = nullptr;
+    RecentFiles* m_recent = nullptr;
+
+    QAction* m_openAction = nullptr;
+    QAction* m_planAction = nullptr;
+    QAction* m_cancelAction = nullptr;
+    QAction* m_pinAction = nullptr;
+    QAction* m_exportPlanAction = nullptr;
+    QAction* m_exportResultAction = nullptr;
+    QAction* m_exportTraceAction = nullptr;
+    QMenu* m_exportImageMenu = nullptr;
+
+    std::shared_ptr<const PlanResult> m_result;
+    PlanRequest m_resultRequest; ///< the request m_result answers
+    std::shared_ptr<const ModelOverview> m_overview;
+    std::shared_ptr<const Evaluation> m_selected; ///< the selection, re-evaluated with its timeline
+    std::shared_ptr<const Evaluation> m_shown;
+    int m_selectedRow = -1;
+    QString m_lastError;
+    QString m_lastDir;
+};
+
+} // namespace shardscape::ui

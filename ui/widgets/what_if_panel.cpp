@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: MIT
+#include "widgets/what_if_panel.h"
+
+#include "models/format.h"
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSpinBox>
+#include <QTimer>
+#include <QVBoxLayout>
+
+namespace shardscape::ui {
+
+namespace {
+
+enum Row
+{
+    StepRow,
+    TokensRow,
+    MfuRow,
+    MemoryRow,
+    BubbleRow,
+    GpusRow,
+    BatchRow,
+    RowCount
+};
+
+/** Layers per model chunk (virtual-stage order) that an evaluation used, automatic splits included. */
+std::vector<int> resolvedStageLayers(const Evaluation& e)
+{
+    if (!e.config.stage_layers.empty())
+        return e.config.stage_layers;
+    const int pp = static_cast<int>(e.stages.size());
+    std::vector<int> out;
+    for (int s = 0; pp > 0 && s < pp * e.config.vpp; ++s) {
+        const StageReport& stage = e.stages[static_cast<std::size_t>(s % pp)];
+        const auto chunk = static_cast<std::size_t>(s / pp);
+        if (chunk < stage.chunks.size())
+            out.push_back(stage.chunks[chunk].second - stage.chunks[chunk].first + 1);
+        else if (e.config.vpp == 1)
+            out.push_back(stage.last_layer - stage.first_layer + 1);
+        else
+            return {};
+    }
+    return out;
+}
+
+QString layersText(const std::vector<int>& layers)
+{
+    QStringList parts;
+    for (const int n : layers)
+        parts << QString::number(n);
+    return parts.join(QStringLiteral(", "));
+}
+
+QSpinBox* spin(QWidget* parent, int max, const QString& tip)
+{
+    auto* box = new QSpinBox(parent);
+    box->setRange(1, max);
+    box->setToolTip(tip);
+    box->setAccelerated(true);
+    return box;
+}
+
+bool measured(const Evaluation& e)
+{
+    return e.step_time > 0;
+}
+
+QString colored(const QString& text, bool better)
+{
+    return QStringLiteral("<span style=\"color:%1\">%2</span>")
+        .arg(better ? QStringLiteral("#1b7f3b") : QStringLiteral("#b00020"), text);
+}
+
+} // namespace
+
+WhatIfPanel::WhatIfPanel(QWidget* parent)
+    : QWidget(parent)
+    , m_tp(spin(this, 1024, tr("Tensor-parallel degree")))
+    , m_pp(spin(this, 1024, tr("Pipeline stages")))
+    , m_dp(spin(this, 1 << 20, tr("Data-parallel degree")))
+    , m_vpp(spin(this, 64, tr("Model chunks per pipeline rank (interleaved schedule)")))
+    , m_microBatch(spin(this, 4096, tr("Sequences per micro-batch per data-parallel rank")))
+    , m_microBatches(spin(this, 1 << 20, tr("Micro-batches per step (gradient accumulation)")))
+    , m_zero(new QComboBox(this))
+    , m_recompute(new QComboBox(this))
+    , m_schedule(new QComboBox(this))
+    , m_stageLayers(new QLineEdit(this))
+    , m_status(new QLabel(this))
+    , m_reset(new QPushButton(tr("Back to the Plan"), this))
+    , m_pin(new QPushButton(tr("Pin What-if"), this))
+    , m_debounce(new QTimer(this))
+{
+    for (int zero = 0; zero <= 3; ++zero)
+        m_zero->addItem(QString::number(zero), zero);
+    for (const auto kind : {RecomputeKind::None, RecomputeKind::Selective, RecomputeKind::Full})
+        m_recompute->addItem(format::text(recomputeName(kind)), static_cast<int>(kind));
+    for (const auto kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B,
+                            ScheduleKind::ZeroBubbleH1})
+        m_schedule->addItem(format::text(scheduleName(kind)), static_cast<int>(kind));
+    m_stageLayers->setPlaceholderText(tr("automatic"));
+    m_stageLayers->setToolTip(tr("Layers per pipeline stage (per model chunk with vpp > 1), comma-separated; "
+                                 "empty = the cost model's balanced split"));
+
+    auto* editors = new QGroupBox(tr("Configuration"), this);
+    auto* grid = new QGridLayout(editors);
+    const auto addPair = [&](int row, int column, const QString& label, QWidget* editor) {
+        auto* text = new QLabel(label, editors);
+        text->setBuddy(editor);
+        grid->addWidget(text, row, column * 2);
+        grid->addWidget(editor, row, column * 2 + 1);
+    };
+    addPair(0, 0, tr("TP:"), m_tp);
+    addPair(0, 1, tr("PP:"), m_pp);
+    addPair(1, 0, tr("DP:"), m_dp);
+    addPair(1, 1, tr("VPP:"), m_vpp);
+    addPair(2, 0, tr("mb:"), m_microBatch);
+    addPair(2, 1, tr("m:"), m_microBatches);
+    addPair(3, 0, tr("ZeRO:"), m_zero);
+    addPair(3, 1, tr("Sched.:"), m_schedule);
+    addPair(4, 0, tr("Recomp.:"), m_recompute);
+    auto* stagesLabel = new QLabel(tr("Layers per stage:"), editors);
+    stagesLabel->setBuddy(m_stageLayers);
+    grid->addWidget(stagesLabel, 5, 0, 1, 2);
+    grid->addWidget(m_stageLayers, 5, 2, 1, 2);
+    grid->setColumnStretch(1, 1);
+    grid->setColumnStretch(3, 1);
+
+    auto* results = new QGroupBox(tr("Prediction"), this);
+    auto* table = new QGridLayout(results);
+    const QStringList headers {QString(), tr("Plan"), tr("What-if"), tr("Change")};
+    const QStringList names {tr("Step time"), tr("Tokens/s"), tr("MFU"),         tr("Peak memory"),
+                             tr("Bubble"),    tr("GPUs"),     tr("Global batch")};
+    for (int c = 0; c < 4; ++c) {
+        auto* header = new QLabel(QStringLiteral("<b>%1</b>").arg(headers[c]), results);
+        header->setAlignment(c == 0 ? Qt::AlignLeft : Qt::AlignRight);
+        table->addWidget(header, 0, c);
+    }
+    for (int r = 0; r < RowCount; ++r)
+        for (int c = 0; c < 4; ++c) {
+            auto* label = new QLabel(c == 0 ? names[r] : QString(), results);
+            label->setAlignment(c == 0 ? Qt::AlignLeft | Qt::AlignVCenter : Qt::AlignRight | Qt::AlignVCenter);
+            label->setTextFormat(c == 3 ? Qt::RichText : Qt::PlainText);
+            table->addWidget(label, r + 1, c);
+            m_table[r][c] = label;
+        }
+    table->setColumnStretch(0, 1);
+    m_status->setWordWrap(true);
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(m_reset);
+    buttons->addWidget(m_pin);
+    m_pin->setToolTip(tr("Pin the what-if result for side-by-side comparison"));
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(editors);
+    layout->addLayout(buttons);
+    layout->addWidget(results);
+    layout->addWidget(m_status);
+    layout->addStretch(1);
+
+    m_debounce->setSingleShot(true);
+    m_debounce->setInterval(0);
+    connect(m_debounce, &QTimer::timeout, this, [this] {
+        if (m_baseline)
+            emit configEdited(editedConfig());
+    });
+    for (QSpinBox* box : {m_tp, m_dp, m_microBatch, m_microBatches})
+        connect(box, &QSpinBox::valueChanged, this, &WhatIfPanel::scheduleEdit);
+    // A changed pipeline shape invalidates the old split: fall back to the automatic one.
+    for (QSpinBox* box : {m_pp, m_vpp})
+        connect(box, &QSpinBox::valueChanged, this, [this] {
+            if (!m_loading)
+                m_stageLayers->clear();
+            scheduleEdit();
+        });
+    for (QComboBox* box : {m_zero, m_recompute, m_schedule})
+        connect(box, &QComboBox::currentIndexChanged, this, &WhatIfPanel::scheduleEdit);
+    connect(m_stageLayers, &QLineEdit::textEdited, this, &WhatIfPanel::scheduleEdit);
+    connect(m_reset, &QPushButton::clicked, this, [this] {
+        if (!m_baseline)
+            return;
+        loadEditors(m_baseline->config);
+        m_result.reset();
+        updateTable();
+        emit resetRequested();
+    });
+    connect(m_pin, &QPushButton::clicked, this, &WhatIfPanel::pinRequested);
+    clearBaseline();
+}
+
+void WhatIfPanel::scheduleEdit()
+{
+    if (!m_loading)
+        m_debounce->start();
+}
+
+void WhatIfPanel::setBaseline(const Evaluation& baseline, int clusterGpus)
+{
+    m_baseline = baseline;
+    m_clusterGpus = clusterGpus;
+    m_result.reset();
+    loadEditors(baseline.config);
+    setEnabled(true);
+    updateTable();
+}
+
+void WhatIfPanel::clearBaseline()
+{
+    m_debounce->stop();
+    m_baseline.reset();
+    m_result.reset();
+    updateTable();
+    m_status->setText(tr("Select a candidate to explore changes to it."));
+    setEnabled(false);
+}
+
+void WhatIfPanel::loadEditors(const ParallelConfig& c)
+{
+    m_loading = true;
+    m_debounce->stop();
+    m_tp->setValue(c.tp);
+    m_pp->setValue(c.pp);
+    m_dp->setValue(c.dp);
+    m_vpp->setValue(c.vpp);
+    m_microBatch->setValue(c.micro_batch);
+    m_microBatches->setValue(c.num_microbatches);
+    m_zero->setCurrentIndex(m_zero->findData(c.zero_stage));
+    const int recompute = m_recompute->findData(static_cast<int>(c.recompute));
+    if (recompute < 0) // named modules: offer them as they were
+        m_recompute->addItem(format::text(recomputeName(c.recompute)), static_cast<int>(c.recompute));
+    m_recompute->setCurrentIndex(m_recompute->findData(static_cast<int>(c.recompute)));
+    m_schedule->setCurrentIndex(m_schedule->findData(static_cast<int>(c.schedule)));
+    m_stageLayers->setText(m_baseline && c.pp > 1 ? layersText(resolvedStageLayers(*m_baseline)) : QString());
+    m_loading = false;
+}
+
+ParallelConfig WhatIfPanel::editedConfig() const
+{
+    ParallelConfig c = m_baseline ? m_baseline->config : ParallelConfig {};
+    c.tp = m_tp->value();
+    c.pp = m_pp->value();
+    c.dp = m_dp->value();
+    c.vpp = m_vpp->value();
+    c.micro_batch = m_microBatch->value();
+    c.num_microbatches = m_microBatches->value();
+    c.zero_stage = m_zero->currentData().toInt();
+    c.recompute = static_cast<RecomputeKind>(m_recompute->currentData().toInt());
+    c.schedule = static_cast<ScheduleKind>(m_schedule->currentData().toInt());
+    c.sequence_parallel = c.sequence_parallel && c.tp > 1;
+    if (m_baseline && c.tp > 1 && m_baseline->config.tp == 1)
+        c.sequence_parallel = true; // the planner's default whenever tp > 1
+    c.stage_layers.clear();
+    static const QRegularExpression separators(QStringLiteral("[,;\\s]+"));
+    for (const QString& part : m_stageLayers->text().split(separators, Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const int layers = part.toInt(&ok);
+        c.stage_layers.push_back(ok ? layers : 0); // 0 makes the cost model name the problem
+    }
+    if (c.pp == 1)
+        c.stage_layers.clear();
+    return c;
+}
+
+void WhatIfPanel::setValue(const QString& field, int value)
+{
+    QSpinBox* box = field == QLatin1String("tp")      ? m_tp
+        : field == QLatin1String("pp")                ? m_pp
+        : field == QLatin1String("dp")                ? m_dp
+        : field == QLatin1String("vpp")               ? m_vpp
+        : field == QLatin1String("micro_batch")       ? m_microBatch
+        : field == QLatin1String("num_microbatches") ? m_microBatches
+                                                      : nullptr;
+    if (box)
+        box->setValue(value);
+}
+
+void WhatIfPanel::showResult(const Evaluation& result, double seconds)
+{
+    m_result = result;
+    updateTable();
+    QString status = result.feasible ? tr("Feasible.") : tr("Infeasible: %1").arg(QString::fromStdString(result.reason));
+    status += QLatin1Char(' ') + tr("Re-simulated in %1.").arg(format::seconds(seconds));
+    m_status->setText(status);
+}
+
+void WhatIfPanel::showProblem(const QString& message)
+{
+    m_result.reset();
+    updateTable();
+    m_status->setText(tr("Cannot evaluate this edit: %1").arg(message));
+}
+
+void WhatIfPanel::updateTable()
+{
+    const auto set = [&](int row, const QString& plan, const QString& whatIf, const QString& change) {
+        m_table[row][1]->setText(plan);
+        m_table[row][2]->setText(whatIf);
+        m_table[row][3]->setText(change);
+    };
+    for (int r = 0; r < RowCount; ++r)
+        set(r, QString(), QString(), QString());
+    if (!m_baseline)
+        return;
+    const Evaluation& a = *m_baseline;
+    const Evaluation* b = m_result ? &*m_result : nullptr;
+    const bool both = b && measured(a) && measured(*b);
+    const QString none = QStringLiteral("—");
+    const auto measuredText = [&](const Evaluation* e, auto f) {
+        return e && measured(*e) ? f(*e) : (e ? none : QString());
+    };
+
+    set(StepRow, measuredText(&a, [](const Evaluation& e) { return format::seconds(e.step_time); }),
+        measuredText(b, [](const Evaluation& e) { return format::seconds(e.step_time); }),
+        both ? colored(format::relativeDelta(a.step_time, b->step_time), b->step_time <= a.step_time) : QString());
+    set(TokensRow, measuredText(&a, [](const Evaluation& e) { return format::count(e.tokens_per_s); }),
+        measuredText(b, [](const Evaluation& e) { return format::count(e.tokens_per_s); }),
+        both ? colored(format::relativeDelta(a.tokens_per_s, b->tokens_per_s), b->tokens_per_s >= a.tokens_per_s)
+             : QString());
+    set(MfuRow, measuredText(&a, [](const Evaluation& e) { return format::percent(e.mfu); }),
+        measuredText(b, [](const Evaluation& e) { return format::percent(e.mfu); }),
+        both ? colored(tr("%1%2 pt")
+                           .arg(b->mfu >= a.mfu ? QStringLiteral("+") : QString())
+                           .arg(QLocale::c().toString(100 * (b->mfu - a.mfu), 'f', 1)),
+                       b->mfu >= a.mfu)
+             : QString());
+    const auto peak = [](const Evaluation& e) { return e.stages.empty() ? 0.0 : e.peakMemory(); };
+    set(MemoryRow, peak(a) > 0 ? format::bytes(peak(a)) : none,
+        b ? (peak(*b) > 0 ? format::bytes(peak(*b)) : none) : QString(),
+        b && peak(a) > 0 && peak(*b) > 0 ? colored(format::relativeDelta(peak(a), peak(*b)), peak(*b) <= peak(a))
+                                         : QString());
+    set(BubbleRow, measuredText(&a, [](const Evaluation& e) { return QLocale::c().toString(e.bubble_ratio, 'f', 3); }),
+        measuredText(b, [](const Evaluation& e) { return QLocale::c().toString(e.bubble_ratio, 'f', 3); }),
+        QString());
+    set(GpusRow, QString::number(a.config.worldSize()), b ? QString::number(b->config.worldSize()) : QString(),
+        b && b->config.worldSize() != m_clusterGpus ? tr("cluster: %1").arg(m_clusterGpus) : QString());
+    set(BatchRow, QString::number(a.config.globalBatch()), b ? QString::number(b->config.globalBatch()) : QString(),
+        QString());
+}
+
+} // namespace shardscape::ui

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "shardscape/cost/cost_model.h"
+
+#include <QWidget>
+
+#include <optional>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QTimer;
+
+namespace shardscape::ui {
+
+/**
+ * Edits the selected plan's configuration (tp, pp, dp, vpp, micro-batch, micro-batches, ZeRO, recomputation,
+ * schedule, layers per stage) and shows the re-simulated result against the original: step time, throughput, MFU,
+ * peak memory and bubble, with their change. Edits within one event-loop pass are coalesced, then configEdited() asks for a
+ * re-simulation.
+ */
+class WhatIfPanel : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit WhatIfPanel(QWidget* parent = nullptr);
+
+    /** The configuration to start from: resets every editor to it and clears the what-if result. */
+    void setBaseline(const Evaluation& baseline, int clusterGpus);
+    void clearBaseline();
+    bool hasBaseline() const { return m_baseline.has_value(); }
+
+    /** The configuration as edited. */
+    ParallelConfig editedConfig() const;
+
+    /** The re-simulated edit; `seconds` is what the re-simulation took. */
+    void showResult(const Evaluation& result, double seconds);
+    /** The edit could not be evaluated (malformed): the cause. */
+    void showProblem(const QString& message);
+    /** The last what-if result shown, if any. */
+    const std::optional<Evaluation>& result() const { return m_result; }
+
+    /** Sets one editor by name ("tp", "pp", "dp", "vpp", "micro_batch", "num_microbatches"), as a user would. */
+    void setValue(const QString& field, int value);
+
+signals:
+    void configEdited(const shardscape::ParallelConfig& config);
+    /** "Back to the plan": the editors were reset to the baseline. */
+    void resetRequested();
+    void pinRequested();
+
+private:
+    void scheduleEdit();
+    void loadEditors(const ParallelConfig& config);
+    void updateTable();
+
+    std::optional<Evaluation> m_baseline;
+    std::optional<Evaluation> m_result;
+    int m_clusterGpus = 0;
+    bool m_loading = false;
+
+    QSpinBox* m_tp;
+    QSpinBox* m_pp;
+    QSpinBox* m_dp;
+    QSpinBox* m_vpp;
+    QSpinBox* m_microBatch;
+    QSpinBox* m_microBatches;
+    QComboBox* m_zero;
+    QComboBox* m_recompute;
+    QComboBox* m_schedule;
+    QLineEdit* m_stageLayers;
+    QLabel* m_status;
+    QLabel* m_table[7][4] {};
+    QPushButton* m_reset;
+    QPushButton* m_pin;
+    QTimer* m_debounce;
+};
+
+} // namespace shardscape::ui
