@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ pkg-config
           qt6-base-dev libqt6charts6-dev libqt6svg6-dev
           libcli11-dev nlohmann-json3-dev libboost-graph-dev libtbb-dev coinor-libcbc-dev libtomlplusplus-dev
-          libonnx-dev libprotobuf-dev protobuf-compiler
+          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
           xvfb xauth)
 
 install_packages() {

@@ -13,5 +13,6 @@ void addPresetCommands(CLI::App& app, CommandAction& action);
 void addInspectCommand(CLI::App& app, CommandAction& action);
 void addSimulateCommand(CLI::App& app, CommandAction& action);
 void addPlanCommand(CLI::App& app, CommandAction& action);
+void addExportCommand(CLI::App& app, CommandAction& action);
 
 } // namespace shardscape::cli

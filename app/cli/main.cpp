@@ -19,6 +19,7 @@ int main(int argc, char** argv)
     cli::addInspectCommand(app, action);
     cli::addSimulateCommand(app, action);
     cli::addPlanCommand(app, action);
+    cli::addExportCommand(app, action);
 
     try {
         app.parse(argc, argv);

@@ -6,6 +6,8 @@
 
 #include "shardscape/cost/cost_model.h"
 #include "shardscape/model/model_source.h"
+#include "shardscape/plan/config_import.h"
+#include "shardscape/plan/plan_file.h"
 #include "shardscape/plan/result_json.h"
 #include "shardscape/sim/chrome_trace.h"
 #include "shardscape/support/atomic_file.h"
@@ -58,10 +60,13 @@ struct SimulateOptions
     std::string rank_order = "tp-cp-dp-pp";
     std::string json;
     std::string trace;
+    std::string from_config;
+    std::string save_plan;
 
     // Set from the parser after parsing: whether the user chose these explicitly.
     bool nodes_given = false;
     bool schedule_given = false;
+    bool gpus_per_node_given = false;
 };
 
 std::string percent(double fraction)
@@ -297,8 +302,83 @@ void writeTrace(const Evaluation& e, const CostModel& model, const std::string& 
         writeFileAtomic(path, text);
 }
 
-int runSimulate(const SimulateOptions& o)
+/** The transformer shapes of the job config and of --model, where they differ ("" when they agree). */
+std::string shapeDifferences(const TransformerShape& file, const TransformerShape& model)
 {
+    std::vector<std::string> diffs;
+    const auto check = [&](const char* what, std::int64_t a, std::int64_t b) {
+        if (a > 0 && a != b)
+            diffs.push_back(cat(what, " ", a, " vs ", b));
+    };
+    check("layers", file.num_layers, model.num_layers);
+    check("hidden", file.hidden, model.hidden);
+    check("heads", file.num_heads, model.num_heads);
+    check("kv heads", file.num_kv_heads, model.num_kv_heads);
+    check("FFN", file.ffn_hidden, model.ffn_hidden);
+    check("vocab", file.vocab, model.vocab);
+    check("experts", file.num_experts, model.num_experts);
+    return join(diffs, ", ");
+}
+
+/**
+ * --from-config: the job config's parallel configuration replaces the degree options; its global batch and
+ * sequence length apply unless given. Warnings go to stderr.
+ */
+SimulateOptions withImportedConfig(const SimulateOptions& given)
+{
+    SimulateOptions o = given;
+    // What the file may leave open: the world size (only when --nodes fixes it) and the model's block count.
+    BuildOptions probe;
+    probe.seq_len = o.seq_len;
+    const ModelGraph shape = loadModel(o.model, probe);
+    ImportOptions options;
+    if (o.nodes_given)
+        options.world_size = loadCluster(o.cluster, o.nodes, o.gpus_per_node).worldSize();
+    if (shape.transformer)
+        options.num_layers = static_cast<int>(shape.transformer->num_layers);
+    const ImportedConfig imported = importJobConfig(o.from_config, options);
+    const ParallelConfig& c = imported.config;
+    if (imported.model && shape.transformer) {
+        const std::string diffs = shapeDifferences(*imported.model, *shape.transformer);
+        if (!diffs.empty())
+            std::cerr << "warning: " << o.from_config << " describes another model than " << o.model << " (" << diffs
+                      << "): simulating " << o.model << '\n';
+    }
+    for (const auto& warning : imported.warnings)
+        std::cerr << "warning: " << o.from_config << ": " << warning << '\n';
+
+    o.tp = c.tp;
+    o.pp = c.pp;
+    o.dp = c.dp;
+    o.cp = c.cp;
+    o.ep = c.ep;
+    o.vpp = c.vpp;
+    o.micro_batch = c.micro_batch;
+    o.zero = c.zero_stage;
+    o.zero_ngroups = c.zero_ngroups;
+    o.sequence_parallel = c.sequence_parallel;
+    o.recompute = c.recompute == RecomputeKind::Modules ? "none" : std::string(recomputeName(c.recompute));
+    o.recompute_modules = c.recompute == RecomputeKind::Modules ? c.recompute_modules : std::vector<std::string> {};
+    o.schedule = std::string(scheduleName(c.schedule));
+    o.schedule_given = true;
+    o.stage_layers = c.stage_layers;
+    o.rank_order = c.rank_order;
+    if (o.global_batch == 0)
+        o.global_batch = imported.global_batch;
+    if (o.seq_len == 0)
+        o.seq_len = imported.seq_len;
+    if (!o.gpus_per_node_given && imported.gpus_per_node > 0)
+        o.gpus_per_node = imported.gpus_per_node;
+    if (o.json != "-" && o.trace != "-")
+        std::cout << "Job config " << o.from_config << " (" << imported.format << "): " << c.describe()
+                  << ", global batch " << imported.global_batch
+                  << (imported.seq_len > 0 ? cat(", seq_len ", imported.seq_len) : std::string()) << "\n";
+    return o;
+}
+
+int runSimulate(const SimulateOptions& given)
+{
+    const SimulateOptions o = given.from_config.empty() ? given : withImportedConfig(given);
     const ScheduleKind requested = scheduleFromName(o.schedule);
     if (!o.recompute_modules.empty() && o.recompute != "none")
         throw InputError("--recompute and --recompute-modules exclude each other",
@@ -386,6 +466,17 @@ int runSimulate(const SimulateOptions& o)
         writeJsonOutput(resultJson({e}, model, counts), o.json);
     if (!o.trace.empty() && e.simulation)
         writeTrace(e, model, o.trace);
+    if (!o.save_plan.empty() && !e.stages.empty()) {
+        PlanFileContext context;
+        context.global_batch = o.global_batch;
+        context.seq_len = graph->seq_len;
+        context.model_spec = o.model;
+        context.created_by = "shardscape-cli simulate";
+        context.version = "0.1.0";
+        savePlanFile(o.save_plan, planToJson(e, model, context));
+        if (o.json != "-" && o.trace != "-")
+            std::cout << "plan saved to " << o.save_plan << '\n';
+    }
     if (!e.feasible) {
         std::cerr << "error: " << e.reason << "; " << wayOut(e, model, o) << '\n';
         return kExitBadInput;
@@ -404,38 +495,51 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     const auto degree = CLI::Range(1, kMaxDegree);
     cmd->add_option("--model,-m", o->model, "preset name, HF config.json, native graph .json or .onnx")->required();
     cmd->add_option("--cluster,-c", o->cluster, "device preset (e.g. h100-sxm) or cluster .json file")->required();
-    cmd->add_option("--tp", o->tp, "tensor-parallel degree")->required()->check(degree);
-    cmd->add_option("--pp", o->pp, "pipeline-parallel degree (pipeline ranks)")->required()->check(degree);
-    cmd->add_option("--dp", o->dp, "data-parallel degree")->required()->check(degree);
-    cmd->add_option("--vpp", o->vpp, "model chunks per pipeline rank (implies --schedule interleaved)")
-        ->check(degree)
-        ->capture_default_str();
-    cmd->add_option("--cp", o->cp, "context-parallel degree")->check(degree)->capture_default_str();
-    cmd->add_option("--micro-batch", o->micro_batch, "sequences per micro-batch per data-parallel rank")
-        ->required()
-        ->check(CLI::Range(1, 1'000'000));
-    cmd->add_option("--global-batch", o->global_batch,
-                    "sequences per step; must be a multiple of dp x micro-batch (micro-batches = B / (dp x b))")
-        ->required()
-        ->check(CLI::Range(std::int64_t {1}, std::int64_t {1'000'000'000}));
-    cmd->add_option("--zero", o->zero, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters")
-        ->check(CLI::Range(0, 3))
-        ->capture_default_str();
-    cmd->add_option("--zero-ngroups", o->zero_ngroups, "shard ZeRO states within dp x cp / N ranks (hierarchical)")
-        ->check(degree)
-        ->capture_default_str();
-    cmd->add_option("--recompute", o->recompute, "activation recomputation: none, selective or full")
-        ->capture_default_str();
-    cmd->add_option("--recompute-modules", o->recompute_modules,
-                    "recompute the modules whose paths end with these suffixes, comma-separated ('ROOT' = every "
-                    "block); implies recompute=modules")
-        ->delimiter(',');
-    cmd->add_option("--ep", o->ep, "expert-parallel degree (MoE; experts spread over dp x cp ranks)")
-        ->check(degree)
-        ->capture_default_str();
-    cmd->add_flag("--sequence-parallel", o->sequence_parallel, "Megatron sequence parallelism (needs tp > 1)");
+    // Required unless --from-config gives them (checked after parsing); the configuration options exclude it.
+    std::vector<CLI::Option*> required;
+    std::vector<CLI::Option*> configuration;
+    required.push_back(cmd->add_option("--tp", o->tp, "tensor-parallel degree")->check(degree));
+    required.push_back(cmd->add_option("--pp", o->pp, "pipeline-parallel degree (pipeline ranks)")->check(degree));
+    required.push_back(cmd->add_option("--dp", o->dp, "data-parallel degree")->check(degree));
+    configuration.push_back(
+        cmd->add_option("--vpp", o->vpp, "model chunks per pipeline rank (implies --schedule interleaved)")
+            ->check(degree)
+            ->capture_default_str());
+    configuration.push_back(
+        cmd->add_option("--cp", o->cp, "context-parallel degree")->check(degree)->capture_default_str());
+    required.push_back(
+        cmd->add_option("--micro-batch", o->micro_batch, "sequences per micro-batch per data-parallel rank")
+            ->check(CLI::Range(1, 1'000'000)));
+    auto* globalBatch
+        = cmd->add_option("--global-batch", o->global_batch,
+                          "sequences per step; must be a multiple of dp x micro-batch (micro-batches = B / (dp x b)); "
+                          "with --from-config, overrides the file's")
+              ->check(CLI::Range(std::int64_t {1}, std::int64_t {1'000'000'000}));
+    configuration.push_back(
+        cmd->add_option("--zero", o->zero, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters")
+            ->check(CLI::Range(0, 3))
+            ->capture_default_str());
+    configuration.push_back(
+        cmd->add_option("--zero-ngroups", o->zero_ngroups, "shard ZeRO states within dp x cp / N ranks (hierarchical)")
+            ->check(degree)
+            ->capture_default_str());
+    configuration.push_back(
+        cmd->add_option("--recompute", o->recompute, "activation recomputation: none, selective or full")
+            ->capture_default_str());
+    configuration.push_back(
+        cmd->add_option("--recompute-modules", o->recompute_modules,
+                        "recompute the modules whose paths end with these suffixes, comma-separated ('ROOT' = every "
+                        "block); implies recompute=modules")
+            ->delimiter(','));
+    configuration.push_back(
+        cmd->add_option("--ep", o->ep, "expert-parallel degree (MoE; experts spread over dp x cp ranks)")
+            ->check(degree)
+            ->capture_default_str());
+    configuration.push_back(
+        cmd->add_flag("--sequence-parallel", o->sequence_parallel, "Megatron sequence parallelism (needs tp > 1)"));
     auto* schedule = cmd->add_option("--schedule", o->schedule, "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1")
                          ->capture_default_str();
+    configuration.push_back(schedule);
     cmd->add_option("--seq-len", o->seq_len, "tokens per sequence (default: min(max positions, 4096))")
         ->check(CLI::Range(std::int64_t {1}, std::int64_t {100'000'000}));
     auto* nodes = cmd->add_option("--nodes", o->nodes,
@@ -444,25 +548,47 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
                                   "the last node may be "
                                   "partial")
                       ->check(CLI::Range(1, 100'000));
-    cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (default: the device's or cluster file's)")
-        ->check(CLI::Range(1, 1024));
+    auto* gpusPerNode = cmd->add_option("--gpus-per-node", o->gpus_per_node,
+                                        "GPUs per node (default: the device's or cluster file's)")
+                            ->check(CLI::Range(1, 1024));
     cmd->add_option("--memory-gb", o->memory_gb, "per-GPU memory limit in GB (1e9 bytes); default: device capacity")
         ->check(CLI::Range(1e-3, 1e6));
-    cmd->add_option("--stage-layers", o->stage_layers,
-                    "layers per pipeline chunk, comma-separated (pp x vpp counts, uneven allowed), over the model's "
-                    "layer list including embedding and head (see inspect); default: blocks split evenly")
-        ->delimiter(',');
-    cmd->add_option("--rank-order", o->rank_order, "rank order, fastest-varying first (places tp/cp/dp/pp groups)")
-        ->capture_default_str();
+    configuration.push_back(
+        cmd->add_option(
+               "--stage-layers", o->stage_layers,
+               "layers per pipeline chunk, comma-separated (pp x vpp counts, uneven allowed), over the model's "
+               "layer list including embedding and head (see inspect); default: blocks split evenly")
+            ->delimiter(','));
+    configuration.push_back(
+        cmd->add_option("--rank-order", o->rank_order, "rank order, fastest-varying first (places tp/cp/dp/pp groups)")
+            ->capture_default_str());
     cmd->add_option("--json", o->json, "write the result JSON to this file ('-' for stdout), also when infeasible");
     cmd->add_option("--trace", o->trace,
                     "write the simulated timeline as a Chrome trace (Perfetto) to this file; skipped when the "
                     "configuration is rejected before simulation");
-    cmd->footer("Exit code 2 with a one-line reason on stderr when the configuration is invalid or does not fit; "
+    cmd->add_option("--save-plan", o->save_plan,
+                    "write the configuration as a plan file (shardscape.plan/1) for export; also when it does not fit");
+    auto* fromConfig = cmd->add_option(
+        "--from-config", o->from_config,
+        "take the parallel configuration from a job config: torchtitan .toml, Megatron-LM launch script, DeepSpeed "
+        ".json or a plan file (replaces --tp, --pp, --dp, --micro-batch and the other configuration options; the "
+        "file's global batch and sequence length apply unless given)");
+    for (auto* option : required)
+        option->excludes(fromConfig);
+    for (auto* option : configuration)
+        option->excludes(fromConfig);
+    required.push_back(globalBatch);
+    cmd->footer("--tp, --pp, --dp, --micro-batch and --global-batch are required unless --from-config gives them. "
+                "Exit code 2 with a one-line reason on stderr when the configuration is invalid or does not fit; "
                 "--json is still written.");
-    cmd->callback([&action, o, nodes, schedule] {
+    cmd->callback([&action, o, nodes, schedule, gpusPerNode, fromConfig, required] {
+        if (fromConfig->count() == 0)
+            for (auto* option : required)
+                if (option->count() == 0)
+                    throw CLI::RequiredError(option->get_name());
         o->nodes_given = nodes->count() > 0;
         o->schedule_given = schedule->count() > 0;
+        o->gpus_per_node_given = gpusPerNode->count() > 0;
         action = [o] { return runSimulate(*o); };
     });
 }

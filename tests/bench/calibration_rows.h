@@ -5,8 +5,9 @@
 //
 // Every value the row leaves null is filled by ONE rule per series, written down here next to its source
 // (see also tests/bench/calibration_results.md). Nothing in this file is tuned to make a row fit: there are
-// no per-row factors, and the only per-row data not in the JSON is the micro-batch and interleaving of the
-// Megatron SC'21 Table 1 rows, read from the authors' own reproduction script.
+// no per-row factors. The only data not in the JSON are the micro-batch and interleaving of the Megatron SC'21
+// Table 1 rows, read from the authors' own reproduction script, and the tokenizer size of the two model families
+// whose rows leave vocab_size null.
 #pragma once
 
 #include "shardscape/cost/cost_model.h"
@@ -33,8 +34,8 @@ namespace shardscape::calibration {
 /** The throughput metric a series publishes, each with the source's own FLOP-counting formula. */
 enum class Metric : std::uint8_t
 {
-    /** TFLOP/s per GPU, F = 96 B s l h^2 (1 + s/6h + V/16lh): Megatron SC'21, BLOOM's throughput_calculator and
-        GPT-NeoX's get_flops (4 passes: the formula assumes full recomputation). */
+    /** TFLOP/s per GPU, F = 96 B s l h^2 (1 + s/6h + V/16lh): Megatron SC'21 and BLOOM's throughput_calculator;
+        GPT-NeoX's get_flops is the same up to its vocabulary term (~1%). 4 passes: assumes full recomputation. */
     TflopsMegatron4Pass,
     /** TFLOP/s per GPU, Megatron-Core's num_floating_point_operations: 12 B s l h^2 [(1 + g/a + s/h) q/h +
         (f/h) glu + V/(2lh)], 3 passes, full (non-causal) attention. */

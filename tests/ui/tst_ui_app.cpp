@@ -200,8 +200,8 @@ void TestUiApp::candidatesModelRowsAndSorting()
     // Sorting is numeric: by MFU descending the first row has the largest MFU.
     proxy.sort(CandidatesModel::MfuColumn, Qt::DescendingOrder);
     double best = 0;
-    for (const auto& e : result->top)
-        best = std::max(best, e.mfu);
+    for (int r = 0; r < rows; ++r)
+        best = std::max(best, model.evaluation(r)->mfu);
     QCOMPARE(proxy.data(proxy.index(0, CandidatesModel::MfuColumn), CandidatesModel::SortRole).toDouble(), best);
 
     // Feasible only, then text.
@@ -262,6 +262,7 @@ void TestUiApp::layersModelFeedsThePlanner()
 
     PlanRequest request = smallRequest();
     request.config.pipeline_nstages = 2;
+    request.config.pipeline_scheduler = "1f1b"; // pivots bound plain stages (interleaved chunks split evenly)
     request.config.pipeline_pivots = model.pivots();
     const PlanResult result = corePlan(request);
     QVERIFY(!result.top.empty());
@@ -459,8 +460,12 @@ void TestUiApp::mainWindowPlansAndShowsSelection()
             pipelined = r;
     QVERIFY(pipelined > 0);
     selectionShown.clear();
-    window.candidatesPanel()->view()->selectRow(
-        window.candidatesPanel()->proxy()->mapFromSource(candidates->index(pipelined, 0)).row());
+    QTableView* table = window.candidatesPanel()->view();
+    const QModelIndex cell
+        = window.candidatesPanel()->proxy()->mapFromSource(candidates->index(pipelined, CandidatesModel::StepTimeColumn));
+    table->scrollTo(cell);
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(cell).center());
+    QCOMPARE(window.candidatesPanel()->currentCandidate(), pipelined);
     QVERIFY(selectionShown.wait(kPlanTimeoutMs));
     const Evaluation& chosen = expected.top[static_cast<std::size_t>(pipelined)];
     Workload workload;

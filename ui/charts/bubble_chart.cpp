@@ -45,7 +45,8 @@ BubbleChart::BubbleChart(QWidget* parent)
     styleAxis(m_axisY, tr("pipeline bubble (% of busy time)"));
     m_axisY->setLabelFormat(QStringLiteral("%.0f"));
     connect(m_curve, &QLineSeries::hovered, this, [this](const QPointF& p, bool state) {
-        showToolTip(state ? tr("%1 micro-batches: bubble %2%").arg(std::lround(p.x())).arg(p.y(), 0, 'f', 1) : QString());
+        showToolTip(state ? tr("%1 micro-batches: bubble %2%").arg(std::lround(p.x())).arg(p.y(), 0, 'f', 1)
+                          : QString());
     });
     clear();
 }
@@ -90,9 +91,10 @@ void BubbleChart::setCurve(const std::vector<std::pair<int, double>>& points, in
     m_axisX->setRange(lo, hi > lo ? hi : lo * 2);
     m_axisY->setRange(0, std::max(1.0, maxY * 1.1));
     m_axisY->applyNiceNumbers();
-    const QString subtitle = m_current->count() > 0
-        ? tr("selected plan at %1 micro-batches: %2% bubble").arg(currentMicrobatches).arg(m_current->at(0).y(), 0, 'f', 1)
-        : tr("selected plan at %1 micro-batches").arg(currentMicrobatches);
+    const QString subtitle = m_current->count() > 0 ? tr("selected plan at %1 micro-batches: %2% bubble")
+                                                          .arg(currentMicrobatches)
+                                                          .arg(m_current->at(0).y(), 0, 'f', 1)
+                                                    : tr("selected plan at %1 micro-batches").arg(currentMicrobatches);
     setChartTitle(tr("Pipeline bubble vs micro-batches"), subtitle);
 }
 

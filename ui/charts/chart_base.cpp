@@ -34,12 +34,12 @@ ChartBase::~ChartBase() = default;
 
 QSize ChartBase::sizeHint() const
 {
-    return { 560, 380 };
+    return {560, 380};
 }
 
 QSize ChartBase::minimumSizeHint() const
 {
-    return { 300, 220 };
+    return {300, 220};
 }
 
 void ChartBase::setChartTitle(const QString& title, const QString& subtitle)
@@ -61,8 +61,6 @@ void ChartBase::styleAxis(QAbstractAxis* axis, const QString& title)
     axis->setTitleFont(titleFont);
     axis->setGridLineColor(QColor(0xE0, 0xE0, 0xE0));
     axis->setLabelsColor(QColor(0x33, 0x33, 0x33));
-    // Prefer wrapping or rotating to "...": labels carry the numbers users read off the chart.
-    axis->setTruncateLabels(false);
 }
 
 void ChartBase::showToolTip(const QString& text)

@@ -27,14 +27,14 @@ struct Component
 };
 
 // Static state at the bottom, the part that grows with micro-batches (activations) above it.
-constexpr std::array<Component, 6> kComponents { {
-    { "weights", chart_colors::kBlue, &MemoryBreakdown::weights },
-    { "gradients", chart_colors::kSkyBlue, &MemoryBreakdown::gradients },
-    { "optimizer", chart_colors::kGreen, &MemoryBreakdown::optimizer },
-    { "activations", chart_colors::kOrange, &MemoryBreakdown::activations },
-    { "transient", chart_colors::kVermillion, &MemoryBreakdown::transient },
-    { "reserve", chart_colors::kGrey, &MemoryBreakdown::reserve },
-} };
+constexpr std::array<Component, 6> kComponents {{
+    {"weights", chart_colors::kBlue, &MemoryBreakdown::weights},
+    {"gradients", chart_colors::kSkyBlue, &MemoryBreakdown::gradients},
+    {"optimizer", chart_colors::kGreen, &MemoryBreakdown::optimizer},
+    {"activations", chart_colors::kOrange, &MemoryBreakdown::activations},
+    {"transient", chart_colors::kVermillion, &MemoryBreakdown::transient},
+    {"reserve", chart_colors::kGrey, &MemoryBreakdown::reserve},
+}};
 
 } // namespace
 
@@ -55,7 +55,7 @@ MemoryChart::MemoryChart(QWidget* parent)
     c->addSeries(m_limit);
     c->addAxis(m_axisX, Qt::AlignBottom);
     c->addAxis(m_axisY, Qt::AlignLeft);
-    for (QAbstractSeries* s : { static_cast<QAbstractSeries*>(m_bars), static_cast<QAbstractSeries*>(m_limit) }) {
+    for (QAbstractSeries* s : {static_cast<QAbstractSeries*>(m_bars), static_cast<QAbstractSeries*>(m_limit)}) {
         s->attachAxis(m_axisX);
         s->attachAxis(m_axisY);
     }
@@ -87,6 +87,11 @@ void MemoryChart::setEvaluation(const Evaluation& evaluation)
 {
     clear();
     const auto stages = static_cast<int>(evaluation.stages.size());
+    if (stages == 0) {
+        // Rejected before costing: nothing to stack, say why instead.
+        setChartTitle(tr("Memory per device"), QString::fromStdString(evaluation.reason));
+        return;
+    }
     QStringList categories;
     for (int i = 0; i < stages; ++i)
         categories << QString::number(i);
@@ -122,8 +127,9 @@ void MemoryChart::setEvaluation(const Evaluation& evaluation)
 
     const double peak = evaluation.peakMemory() / kBytesPerGB;
     const QString verdict = evaluation.feasible ? tr("fits") : tr("does not fit");
-    setChartTitle(tr("Memory per device: peak %1 GB of %2 GB, %3").arg(peak, 0, 'f', 1).arg(m_limitGB, 0, 'f', 1).arg(verdict),
-                  QString::fromStdString(evaluation.config.describe()));
+    setChartTitle(
+        tr("Memory per device: peak %1 GB of %2 GB, %3").arg(peak, 0, 'f', 1).arg(m_limitGB, 0, 'f', 1).arg(verdict),
+        QString::fromStdString(evaluation.config.describe()));
 }
 
 QList<QBarSet*> MemoryChart::barSets() const
@@ -143,10 +149,14 @@ void MemoryChart::showBarToolTip(bool hovered, int index, QBarSet* set)
         return;
     }
     const MemoryBreakdown& m = m_stages[static_cast<std::size_t>(index)];
-    QString text = tr("<b>stage %1</b> (%2 GPUs): %3 GB in all").arg(index).arg(m_devices[static_cast<std::size_t>(index)]).arg(m.total() / kBytesPerGB, 0, 'f', 2);
+    QString text = tr("<b>stage %1</b> (%2 GPUs): %3 GB in all")
+                       .arg(index)
+                       .arg(m_devices[static_cast<std::size_t>(index)])
+                       .arg(m.total() / kBytesPerGB, 0, 'f', 2);
     for (const Component& component : kComponents) {
         const QString line = tr("%1: %2 GB").arg(tr(component.name)).arg(m.*component.bytes / kBytesPerGB, 0, 'f', 2);
-        text += QStringLiteral("<br>") + (set && set->label() == tr(component.name) ? QStringLiteral("<b>%1</b>").arg(line) : line);
+        text += QStringLiteral("<br>")
+            + (set && set->label() == tr(component.name) ? QStringLiteral("<b>%1</b>").arg(line) : line);
     }
     showToolTip(text);
 }

@@ -32,7 +32,8 @@ public:
     void setEvaluation(const Evaluation& evaluation);
     void clear();
 
-    /** One set per component, in the order weights, gradients, optimizer, activations, transient, reserve; GB per stage. */
+    /** One set per component, in the order weights, gradients, optimizer, activations, transient, reserve; GB per
+     * stage. */
     QList<QBarSet*> barSets() const;
     QStackedBarSeries* barSeries() const { return m_bars; }
     /** Two points at the memory limit in GB spanning all stages; empty without a limit. */

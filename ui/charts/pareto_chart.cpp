@@ -88,7 +88,8 @@ ParetoChart::ParetoChart(QWidget* parent)
     ring.setWidthF(3);
     m_selected->setPen(ring);
 
-    for (QAbstractSeries* s : std::initializer_list<QAbstractSeries*> { m_limit, m_front, m_infeasible, m_feasible, m_selected })
+    for (QAbstractSeries* s :
+         std::initializer_list<QAbstractSeries*> {m_limit, m_front, m_infeasible, m_feasible, m_selected})
         c->addSeries(s);
     c->addAxis(m_axisX, Qt::AlignBottom);
     c->addAxis(m_axisY, Qt::AlignLeft);
@@ -118,7 +119,7 @@ ParetoChart::~ParetoChart() = default;
 
 void ParetoChart::clear()
 {
-    for (QXYSeries* s : std::initializer_list<QXYSeries*> { m_feasible, m_infeasible, m_selected, m_front, m_limit })
+    for (QXYSeries* s : std::initializer_list<QXYSeries*> {m_feasible, m_infeasible, m_selected, m_front, m_limit})
         s->clear();
     m_feasiblePoints.clear();
     m_infeasiblePoints.clear();
@@ -151,7 +152,7 @@ void ParetoChart::setCandidates(const std::vector<Evaluation>& feasible, const s
                 continue;
             const QPointF p(e.step_time, e.peakMemory() / kBytesPerGB);
             xy << p;
-            points.push_back({ static_cast<int>(i), describe(e) });
+            points.push_back({static_cast<int>(i), describe(e)});
             minX = std::min(minX, p.x());
             maxX = std::max(maxX, p.x());
             maxY = std::max(maxY, p.y());

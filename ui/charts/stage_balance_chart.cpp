@@ -50,7 +50,11 @@ StageBalanceChart::StageBalanceChart(QWidget* parent)
     styleAxis(m_axisX, tr("pipeline stage: layers"));
     styleAxis(m_axisY, tr("time per micro-batch (ms)"));
     m_axisY->setLabelFormat(QStringLiteral("%.0f"));
-    connect(m_bars, &QBarSeries::hovered, this, [this](bool hovered, int index, QBarSet*) { showBarToolTip(hovered, index); });
+    // Queued: the axis reports truncation while the chart lays itself out; relabel after that.
+    connect(m_axisX, &QAbstractAxis::labelsTruncatedChanged, this, &StageBalanceChart::onLabelsTruncated,
+            Qt::QueuedConnection);
+    connect(m_bars, &QBarSeries::hovered, this,
+            [this](bool hovered, int index, QBarSet*) { showBarToolTip(hovered, index); });
     clear();
 }
 
@@ -92,8 +96,9 @@ void StageBalanceChart::setEvaluation(const Evaluation& evaluation, const std::v
         // Interleaved schedules give a rank several chunks; list each layer range.
         QStringList ranges;
         QStringList names;
-        const auto chunks = stage.chunks.empty() ? std::vector<std::pair<int, int>> { { stage.first_layer, stage.last_layer } }
-                                                 : stage.chunks;
+        const auto chunks = stage.chunks.empty()
+            ? std::vector<std::pair<int, int>> {{stage.first_layer, stage.last_layer}}
+            : stage.chunks;
         for (const auto& [first, last] : chunks) {
             ranges << (first == last ? QString::number(first) : QStringLiteral("%1-%2").arg(first).arg(last));
             names << QStringLiteral("%1 \u2026 %2").arg(layerName(layers, first), layerName(layers, last));
@@ -109,8 +114,8 @@ void StageBalanceChart::setEvaluation(const Evaluation& evaluation, const std::v
         set->selectBar(m_slowest);
     m_bars->append(set);
 
-    const double mean
-        = std::accumulate(stages.begin(), stages.end(), 0.0, [](double sum, const StageReport& s) { return sum + s.compute; })
+    const double mean = std::accumulate(stages.begin(), stages.end(), 0.0,
+                                        [](double sum, const StageReport& s) { return sum + s.compute; })
         / static_cast<double>(stages.size()) * kMsPerSecond;
     m_mean->append(-0.5, mean);
     m_mean->append(static_cast<double>(stages.size()) - 0.5, mean);
@@ -144,51 +149,83 @@ void StageBalanceChart::fitCategoryLabels()
 {
     if (m_labels.isEmpty())
         return;
-    // Room per bar, roughly: the plot is the widget less the value axis and margins.
+    // Room per bar: the plot area once laid out, else the widget less the value axis and margins.
     const QFontMetrics fm(m_axisX->labelsFont());
-    const double perBar = std::max(1.0, (width() - 110.0) / m_labels.size());
+    const double plotWidth = chart()->plotArea().width() > 0 ? chart()->plotArea().width() : width() - 110.0;
+    const double perBar = std::max(1.0, plotWidth / static_cast<double>(m_labels.size()));
     int longest = 0;
-    for (const QString& label : m_labels)
-        longest = std::max(longest, fm.horizontalAdvance(label));
-    const int numberWidth = fm.horizontalAdvance(QString::number(m_labels.size() - 1));
     int longestLayers = 0; // "layers a-b" alone, for two-line labels
     int longestRanges = 0; // "a-b" alone, for three-line labels
     for (const QString& label : m_labels) {
         const QString layers = label.section(QStringLiteral(": "), 1);
+        longest = std::max(longest, fm.horizontalAdvance(label));
         longestLayers = std::max(longestLayers, fm.horizontalAdvance(layers));
         longestRanges = std::max(longestRanges, fm.horizontalAdvance(layers.section(QLatin1Char(' '), 1)));
     }
-    // Full labels on one line when they fit, on two lines (stage over layers) when that fits, else
-    // bare stage numbers, the layer ranges staying in the tool tips. No tilted labels: QtCharts
-    // drops a tilted last label that reaches past the axis end.
+    // Full labels on one line when they fit, on two lines (stage over layers), on three, else bare
+    // stage numbers with the layer ranges in the tool tips. No tilted labels: QtCharts drops a
+    // tilted last label that reaches past the axis end. QtCharts keeps some padding of its own, so
+    // the margins are generous; should it still shorten a label, onLabelsTruncated steps down.
     LabelStyle style = LabelStyle::Numbers;
-    if (longest + 12 <= perBar)
+    if (longest + 24 <= perBar)
         style = LabelStyle::OneLine;
-    else if (longestLayers + 10 <= perBar)
+    else if (longestLayers + 20 <= perBar)
         style = LabelStyle::TwoLines;
-    else if (longestRanges + 8 <= perBar)
+    else if (longestRanges + 16 <= perBar)
         style = LabelStyle::ThreeLines;
+    applyLabelStyle(style, fm.horizontalAdvance(QString::number(m_labels.size() - 1)) + 6 > perBar);
+}
+
+void StageBalanceChart::applyLabelStyle(LabelStyle style, bool vertical)
+{
     if (style != m_labelStyle || m_axisX->categories().isEmpty()) {
         m_labelStyle = style;
         QStringList categories;
         for (int i = 0; i < m_labels.size(); ++i) {
-            if (style == LabelStyle::OneLine)
+            const QString layers = m_labels[i].section(QStringLiteral(": "), 1);
+            switch (style) {
+            case LabelStyle::OneLine:
                 categories << m_labels[i];
-            else if (style == LabelStyle::TwoLines)
-                categories << QStringLiteral("%1<br>%2").arg(i).arg(m_labels[i].section(QStringLiteral(": "), 1));
-            else if (style == LabelStyle::ThreeLines)
-                categories << QStringLiteral("%1<br>%2<br>%3")
+                break;
+            case LabelStyle::TwoLines:
+                categories << QStringLiteral("<div align=\"center\">%1<br>%2</div>").arg(i).arg(layers);
+                break;
+            case LabelStyle::ThreeLines:
+                categories << QStringLiteral("<div align=\"center\">%1<br>%2<br>%3</div>")
                                   .arg(i)
-                                  .arg(tr("layers"), m_labels[i].section(QStringLiteral(": "), 1).section(QLatin1Char(' '), 1));
-            else
+                                  .arg(tr("layers"), layers.section(QLatin1Char(' '), 1));
+                break;
+            case LabelStyle::Numbers:
                 categories << QString::number(i);
+                break;
+            }
         }
         m_axisX->clear();
         m_axisX->append(categories);
         m_axisX->setTitleText(style == LabelStyle::Numbers ? tr("pipeline stage (hover a bar for its layers)")
                                                            : tr("pipeline stage: layers"));
     }
-    m_axisX->setLabelsAngle(style == LabelStyle::Numbers && numberWidth + 6 > perBar ? -90 : 0);
+    m_axisX->setLabelsAngle(style == LabelStyle::Numbers && vertical ? -90 : 0);
+}
+
+void StageBalanceChart::onLabelsTruncated(bool truncated)
+{
+    if (!truncated || m_labels.isEmpty())
+        return;
+    switch (m_labelStyle) {
+    case LabelStyle::OneLine:
+        applyLabelStyle(LabelStyle::TwoLines, false);
+        break;
+    case LabelStyle::TwoLines:
+        applyLabelStyle(LabelStyle::ThreeLines, false);
+        break;
+    case LabelStyle::ThreeLines:
+        applyLabelStyle(LabelStyle::Numbers, false);
+        break;
+    case LabelStyle::Numbers:
+        applyLabelStyle(LabelStyle::Numbers, true);
+        break;
+    }
 }
 
 void StageBalanceChart::showBarToolTip(bool hovered, int index)

@@ -52,7 +52,16 @@ protected:
     void resizeEvent(QResizeEvent* event) override;
 
 private:
+    enum class LabelStyle
+    {
+        OneLine,
+        TwoLines,
+        ThreeLines,
+        Numbers
+    };
     void fitCategoryLabels();
+    void applyLabelStyle(LabelStyle style, bool vertical);
+    void onLabelsTruncated(bool truncated);
     void showBarToolTip(bool hovered, int index);
 
     QBarSeries* m_bars = nullptr;
@@ -61,13 +70,6 @@ private:
     QValueAxis* m_axisY = nullptr;
     QStringList m_labels;
     QStringList m_toolTips;
-    enum class LabelStyle
-    {
-        OneLine,
-        TwoLines,
-        ThreeLines,
-        Numbers
-    };
     int m_slowest = -1;
     LabelStyle m_labelStyle = LabelStyle::OneLine;
 };

@@ -60,11 +60,17 @@ SelectionEvaluation evaluateSelection(const EvaluationRequest& request, std::sto
             Workload workload = request.workload;
             workload.global_batch = config.globalBatch();
             workload.memory_limit_bytes = 1e30;
-            const Evaluation e = m == request.config.num_microbatches
-                ? *out.evaluation
-                : request.model->evaluate(config, workload, quick, stop);
-            if (e.step_time > 0)
-                out.bubble_curve.emplace_back(m, e.bubble_ratio);
+            if (m == request.config.num_microbatches) {
+                out.bubble_curve.emplace_back(m, out.evaluation->bubble_ratio);
+                continue;
+            }
+            try {
+                const Evaluation e = request.model->evaluate(config, workload, quick, stop);
+                if (e.step_time > 0)
+                    out.bubble_curve.emplace_back(m, e.bubble_ratio);
+            } catch (const InputError&) {
+                // Some schedules cannot run some micro-batch counts: the curve just has no point there.
+            }
         }
     } else if (request.bubble_curve && simulated) {
         out.bubble_curve.emplace_back(request.config.num_microbatches, out.evaluation->bubble_ratio);

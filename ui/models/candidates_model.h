@@ -33,12 +33,12 @@ public:
         RecomputeColumn,
         ScheduleColumn,
         StepTimeColumn,
+        MfuColumn,
+        PeakMemoryColumn,
         TokensPerSecondColumn,
         TflopsColumn,
-        MfuColumn,
         HfuColumn,
         BubbleColumn,
-        PeakMemoryColumn,
         ReasonColumn,
         ColumnCount
     };

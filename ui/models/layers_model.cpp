@@ -127,8 +127,13 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const
     const int column = index.column();
     if (role == Qt::DisplayRole) {
         switch (static_cast<Column>(column)) {
-        case NameColumn:
-            return QString::fromStdString(n->name);
+        case NameColumn: {
+            if (isLayer(index))
+                return QString::fromStdString(n->name);
+            const auto& layer = m_overview->layers[static_cast<std::size_t>(index.internalId() - 1)].name;
+            const bool under = n->name.size() > layer.size() + 1 && n->name.compare(0, layer.size(), layer) == 0;
+            return QString::fromStdString(under ? n->name.substr(layer.size() + 1) : n->name);
+        }
         case KindColumn:
             return QString::fromStdString(n->kind);
         case ParamsColumn:
@@ -167,7 +172,7 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const
         if (column == RecomputeColumn)
             return m_recompute.count(n->name) ? Qt::Checked : Qt::Unchecked;
     } else if (role == Qt::TextAlignmentRole) {
-        if (column >= ParamsColumn && column <= ActivationColumn)
+        if (column == ParamsColumn || column == FlopsColumn || column == ActivationColumn)
             return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
     } else if (role == Qt::ToolTipRole) {
         return tr("%1\n%2 parameters, %3 forward FLOPs per token, %4 of activations per sequence, %5 ops")
@@ -214,7 +219,7 @@ QVariant LayersModel::headerData(int section, Qt::Orientation orientation, int r
         case PivotColumn:
             return tr("Pivot");
         case RecomputeColumn:
-            return tr("Recompute");
+            return tr("Recomp.");
         case ColumnCount:
             break;
         }

@@ -13,7 +13,8 @@
 namespace shardscape::ui {
 
 /**
- * The layer tree of the loaded model: planning layers, each with its modules (attention, MLP, norms) as children.
+ * The layer tree of the loaded model: planning layers, each with its modules (attention, MLP, norms) as children,
+ * which show only their last name component (the full path is their tooltip and what the planner gets).
  * Two checkable columns feed the planner: "Pivot" (a pipeline stage may start at this layer:
  * PlannerConfig::pipeline_pivots) and "Recompute" (recompute this module's activations:
  * PlannerConfig::recompute_modules). Ticks are kept by name, so they survive reloading the same model.
@@ -25,12 +26,12 @@ public:
     enum Column
     {
         NameColumn,
-        KindColumn,
+        PivotColumn,
+        RecomputeColumn,
         ParamsColumn,
         FlopsColumn,
         ActivationColumn,
-        PivotColumn,
-        RecomputeColumn,
+        KindColumn,
         ColumnCount
     };
     enum Role

@@ -44,18 +44,18 @@ struct KindStyle
 
 // Okabe-Ito: distinguishable under the common colour-vision deficiencies. Forward cool, backward
 // warm, communication light, per-step work green and grey.
-constexpr std::array<KindStyle, kEventKinds> kKinds { {
-    { "forward", "F", 0xFF0072B2 },
-    { "backward", "B", 0xFFD55E00 },
-    { "backward (input)", "B", 0xFFE69F00 },
-    { "backward (weight)", "W", 0xFFCC79A7 },
-    { "send forward", "\u2192", 0xFF56B4E9 },
-    { "send backward", "\u2190", 0xFFF0E442 },
-    { "grad sync", "sync", 0xFF009E73 },
-    { "optimizer step", "opt", 0xFF5A5A5A },
-} };
+constexpr std::array<KindStyle, kEventKinds> kKinds {{
+    {"forward", "F", 0xFF0072B2},
+    {"backward", "B", 0xFFD55E00},
+    {"backward (input)", "B", 0xFFE69F00},
+    {"backward (weight)", "W", 0xFFCC79A7},
+    {"send forward", "\u2192", 0xFF56B4E9},
+    {"send backward", "\u2190", 0xFFF0E442},
+    {"grad sync", "sync", 0xFF009E73},
+    {"optimizer step", "opt", 0xFF5A5A5A},
+}};
 
-constexpr std::array<const char*, 3> kStreamNames { "compute", "p2p", "dp sync" };
+constexpr std::array<const char*, 3> kStreamNames {"compute", "p2p", "dp sync"};
 
 const KindStyle& styleOf(EventKind kind)
 {
@@ -149,6 +149,21 @@ struct TickFormat
     }
 };
 
+/** Seconds between labelled ruler ticks (and grid lines): the widest label plus a gap apart. */
+double majorTickStep(const TimeAxis& axis, const QFontMetrics& fm)
+{
+    const double maxTime = std::max(std::abs(axis.start()), std::abs(axis.end()));
+    double step = niceStep(axis.secondsPerPixel() * 80);
+    // Two rounds, because the labels' decimals depend on the step.
+    for (int round = 0; round < 2; ++round) {
+        const TickFormat format(maxTime, step);
+        const int labelWidth = std::max(fm.horizontalAdvance(format.label(axis.end())),
+                                        fm.horizontalAdvance(format.label(axis.start())));
+        step = niceStep(axis.secondsPerPixel() * (labelWidth + 24));
+    }
+    return step;
+}
+
 /** A run of narrow events folded into one mark. */
 struct Fold
 {
@@ -158,10 +173,7 @@ struct Fold
     const TimelineEvent* first = nullptr;
     std::array<double, kEventKinds> time {}; ///< seconds per kind, to colour the mark by what dominates
 
-    int dominantKind() const
-    {
-        return static_cast<int>(std::max_element(time.begin(), time.end()) - time.begin());
-    }
+    int dominantKind() const { return static_cast<int>(std::max_element(time.begin(), time.end()) - time.begin()); }
 };
 
 } // namespace
@@ -257,8 +269,7 @@ void TimelineView::rebuildLanes()
         for (const auto& e : m_sim->events) {
             if (e.rank < 0)
                 continue;
-            m_lanes[static_cast<std::size_t>(e.rank) * streams.size()
-                    + static_cast<std::size_t>(laneOf[e.stream])]
+            m_lanes[static_cast<std::size_t>(e.rank) * streams.size() + static_cast<std::size_t>(laneOf[e.stream])]
                 .events.push_back(e);
         }
         for (auto& lane : m_lanes) {
@@ -405,7 +416,8 @@ void TimelineView::updateScrollBars()
         horizontalScrollBar()->setRange(0, static_cast<int>(range));
         horizontalScrollBar()->setPageStep(std::max(1, static_cast<int>(m_axis.width() * scale)));
         horizontalScrollBar()->setSingleStep(std::max(1, static_cast<int>(20 * scale)));
-        horizontalScrollBar()->setValue(static_cast<int>(std::round((m_axis.start() - m_axis.dataStart()) / hidden * range)));
+        horizontalScrollBar()->setValue(
+            static_cast<int>(std::round((m_axis.start() - m_axis.dataStart()) / hidden * range)));
     }
     m_syncingScrollBars = false;
 }
@@ -451,12 +463,12 @@ void TimelineView::scrollContentsBy(int, int)
 
 QSize TimelineView::sizeHint() const
 {
-    return { 900, 360 };
+    return {900, 360};
 }
 
 QSize TimelineView::minimumSizeHint() const
 {
-    return { 320, 160 };
+    return {320, 160};
 }
 
 void TimelineView::paintEvent(QPaintEvent*)
@@ -503,15 +515,15 @@ void TimelineView::paintContents(QPainter& painter, QSize size, int scrollY)
     // Row backgrounds and the grid of the ruler's major ticks, behind the boxes.
     for (std::size_t r = 0; r < m_rankTops.size(); ++r) {
         const int rowTop = top + m_rankTops[r] - scrollY;
-        const int rowBottom
-            = r + 1 < m_rankTops.size() ? top + m_rankTops[r + 1] - scrollY - kRowGap : top + m_contentHeight - scrollY - kRowGap;
+        const int rowBottom = r + 1 < m_rankTops.size() ? top + m_rankTops[r + 1] - scrollY - kRowGap
+                                                        : top + m_contentHeight - scrollY - kRowGap;
         if (rowBottom < top || rowTop > size.height())
             continue;
         if (r % 2 == 1)
             painter.fillRect(QRect(0, rowTop, size.width(), rowBottom - rowTop), rowShade);
     }
     {
-        const double step = niceStep(m_axis.secondsPerPixel() * 100);
+        const double step = majorTickStep(m_axis, QFontMetrics(font()));
         painter.setPen(gridColor);
         for (double t = std::ceil(m_axis.start() / step) * step; t <= m_axis.end(); t += step) {
             const int x = plotLeft() + static_cast<int>(std::lround(m_axis.toX(t)));
@@ -606,16 +618,8 @@ void TimelineView::paintRuler(QPainter& painter, int width, int top)
     if (m_lanes.empty())
         return;
 
-    // Label spacing: the widest label plus a gap; two rounds because decimals depend on the step.
-    const double maxTime = std::max(std::abs(m_axis.start()), std::abs(m_axis.end()));
-    double step = niceStep(m_axis.secondsPerPixel() * 80);
-    for (int round = 0; round < 2; ++round) {
-        const TickFormat format(maxTime, step);
-        const int labelWidth
-            = std::max(fm.horizontalAdvance(format.label(m_axis.end())), fm.horizontalAdvance(format.label(m_axis.start())));
-        step = niceStep(m_axis.secondsPerPixel() * (labelWidth + 24));
-    }
-    const TickFormat format(maxTime, step);
+    const double step = majorTickStep(m_axis, fm);
+    const TickFormat format(std::max(std::abs(m_axis.start()), std::abs(m_axis.end())), step);
     const double mantissa = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
     const double minor = step / (std::lround(mantissa) == 2 ? 4 : 5);
 
@@ -662,8 +666,7 @@ void TimelineView::paintLane(QPainter& painter, const Lane& lane, int y, int plo
     const auto firstIt = std::lower_bound(lane.maxEnd.begin(), lane.maxEnd.end(), m_axis.start());
     const auto first = static_cast<std::size_t>(firstIt - lane.maxEnd.begin());
     const auto lastIt = std::upper_bound(lane.events.begin() + static_cast<std::ptrdiff_t>(first), lane.events.end(),
-                                         m_axis.end(),
-                                         [](double t, const TimelineEvent& e) { return t < e.start; });
+                                         m_axis.end(), [](double t, const TimelineEvent& e) { return t < e.start; });
     const auto last = static_cast<std::size_t>(lastIt - lane.events.begin());
 
     const auto drawBox = [&](const TimelineEvent& e, double x0, double x1) {
@@ -709,7 +712,8 @@ void TimelineView::paintLane(QPainter& painter, const Lane& lane, int y, int plo
             const QColor kindColor(kKinds[static_cast<std::size_t>(fold.dominantKind())].color);
             const QColor color = blend(kindColor, palette().color(QPalette::Base), 0.45);
             painter.fillRect(ix0, boxTop, ix1 - ix0, boxHeight, color);
-            painter.fillRect(ix0, boxTop, ix1 - ix0, boxHeight, QBrush(palette().color(QPalette::Base), Qt::Dense6Pattern));
+            painter.fillRect(ix0, boxTop, ix1 - ix0, boxHeight,
+                             QBrush(palette().color(QPalette::Base), Qt::Dense6Pattern));
             const int w = ix1 - ix0;
             if (w >= 24) {
                 const QString text = QStringLiteral("\u00d7%1").arg(fold.count);
@@ -758,8 +762,8 @@ TimelineView::Hit TimelineView::hitTest(QPoint pos) const
     const int y = pos.y() - lanesTop() + verticalScrollBar()->value();
     if (pos.y() < lanesTop() || pos.x() < plotLeft())
         return hit;
-    const auto laneIt
-        = std::find_if(m_lanes.begin(), m_lanes.end(), [y](const Lane& l) { return y >= l.top && y < l.top + l.height; });
+    const auto laneIt = std::find_if(m_lanes.begin(), m_lanes.end(),
+                                     [y](const Lane& l) { return y >= l.top && y < l.top + l.height; });
     if (laneIt == m_lanes.end() || laneIt->events.empty())
         return hit;
     hit.lane = &*laneIt;
@@ -796,9 +800,9 @@ QString TimelineView::toolTipText(const Hit& hit) const
     text += tr("stage %1").arg(e.stage);
     if (e.microbatch >= 0)
         text += tr(" \u00b7 micro-batch %1").arg(e.microbatch);
-    text += QStringLiteral("<br>") + tr("start %1<br>duration %2<br>end %3")
-                                        .arg(formatSeconds(e.start), formatSeconds(e.duration),
-                                             formatSeconds(e.start + e.duration));
+    text += QStringLiteral("<br>")
+        + tr("start %1<br>duration %2<br>end %3")
+              .arg(formatSeconds(e.start), formatSeconds(e.duration), formatSeconds(e.start + e.duration));
     if (hit.nearby > 1)
         text += QStringLiteral("<br><i>") + tr("%1 events under the cursor: zoom in to tell them apart").arg(hit.nearby)
             + QStringLiteral("</i>");

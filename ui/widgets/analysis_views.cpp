@@ -4,6 +4,8 @@
 #include <QGridLayout>
 #include <QResizeEvent>
 #include <QSplitter>
+#include <QStackedWidget>
+#include <QTabWidget>
 #include <QVBoxLayout>
 
 // The views are written separately (ui/timeline, ui/charts); each one is used when it is part of the build.
@@ -32,8 +34,9 @@ namespace shardscape::ui {
 
 namespace {
 
-/** Wide enough for four charts side by side, pixels. */
-constexpr int kFourColumnWidth = 1300;
+/** Smallest size at which a chart stays readable (axis labels and legend unelided), pixels. */
+constexpr int kChartWidth = 340;
+constexpr int kChartHeight = 270;
 
 } // namespace
 
@@ -53,33 +56,42 @@ AnalysisViews::AnalysisViews(QWidget* parent)
 #endif
 #ifdef SHARDSCAPE_MEMORY_CHART
     m_memory = new MemoryChart;
-    m_charts.push_back(m_memory);
+    m_charts.emplace_back(m_memory, tr("Memory"));
 #endif
 #ifdef SHARDSCAPE_PARETO_CHART
     m_pareto = new ParetoChart;
-    m_charts.push_back(m_pareto);
+    m_charts.emplace_back(m_pareto, tr("Step Time vs Memory"));
+    connect(m_pareto, &ParetoChart::candidateClicked, this, &AnalysisViews::candidateClicked);
 #endif
 #ifdef SHARDSCAPE_BUBBLE_CHART
     m_bubble = new BubbleChart;
-    m_charts.push_back(m_bubble);
+    m_charts.emplace_back(m_bubble, tr("Bubbles"));
 #endif
 #ifdef SHARDSCAPE_BALANCE_CHART
     m_balance = new StageBalanceChart;
-    m_charts.push_back(m_balance);
+    m_charts.emplace_back(m_balance, tr("Stage Balance"));
 #endif
     if (!m_charts.empty()) {
-        m_chartArea = new QWidget(m_splitter);
-        m_chartGrid = new QGridLayout(m_chartArea);
+        // The area's own minimum, not its pages': it may get smaller than a grid of charts, then shows tabs.
+        m_chartArea = new QStackedWidget(m_splitter);
+        m_chartArea->setMinimumSize(kChartWidth, kChartHeight);
+        m_chartArea->installEventFilter(this);
+        m_chartGridPage = new QWidget;
+        m_chartGrid = new QGridLayout(m_chartGridPage);
         m_chartGrid->setContentsMargins(0, 0, 0, 0);
         m_chartGrid->setSpacing(4);
-        for (QWidget* chart : m_charts)
-            chart->setParent(m_chartArea);
+        m_chartTabs = new QTabWidget;
+        m_chartTabs->setDocumentMode(true);
+        m_chartArea->addWidget(m_chartGridPage);
+        m_chartArea->addWidget(m_chartTabs);
         m_splitter->addWidget(m_chartArea);
-        layoutCharts(2);
+        arrangeCharts(QSize(2 * kChartWidth, 2 * kChartHeight));
     }
     if (m_timeline && m_chartArea) {
-        m_splitter->setStretchFactor(0, 4);
-        m_splitter->setStretchFactor(1, 5);
+        // Proportions: the splitter scales them to the space it gets.
+        m_splitter->setSizes({200, 640});
+        m_splitter->setStretchFactor(0, 1);
+        m_splitter->setStretchFactor(1, 2);
     }
 }
 
@@ -88,29 +100,48 @@ bool AnalysisViews::isEmpty() const
     return !m_timeline && m_charts.empty();
 }
 
-void AnalysisViews::layoutCharts(int columns)
+void AnalysisViews::arrangeCharts(QSize area)
 {
-    if (!m_chartGrid || columns == m_columns)
+    const auto count = static_cast<int>(m_charts.size());
+    const ChartLayout layout = area.width() >= count * kChartWidth ? ChartLayout::Row
+        : area.width() >= 2 * kChartWidth && area.height() >= 2 * kChartHeight
+        ? ChartLayout::Grid
+        : ChartLayout::Tabs;
+    if (layout == m_layout)
         return;
-    m_columns = columns;
-    for (QWidget* chart : m_charts)
-        m_chartGrid->removeWidget(chart);
+    m_layout = layout;
+    const int current = m_chartTabs->currentIndex();
+    while (m_chartTabs->count() > 0)
+        m_chartTabs->removeTab(0);
     for (int i = 0; i < 4; ++i) {
         m_chartGrid->setColumnStretch(i, 0);
         m_chartGrid->setRowStretch(i, 0);
     }
-    for (std::size_t i = 0; i < m_charts.size(); ++i) {
-        const int index = static_cast<int>(i);
-        m_chartGrid->addWidget(m_charts[i], index / columns, index % columns);
-        m_chartGrid->setColumnStretch(index % columns, 1);
-        m_chartGrid->setRowStretch(index / columns, 1);
+    if (layout == ChartLayout::Tabs) {
+        for (const auto& [chart, title] : m_charts) {
+            m_chartGrid->removeWidget(chart);
+            m_chartTabs->addTab(chart, title);
+        }
+        m_chartTabs->setCurrentIndex(std::max(0, current));
+        m_chartArea->setCurrentWidget(m_chartTabs);
+        return;
     }
+    const int columns = layout == ChartLayout::Row ? count : 2;
+    for (int i = 0; i < count; ++i) {
+        QWidget* chart = m_charts[static_cast<std::size_t>(i)].first;
+        m_chartGrid->addWidget(chart, i / columns, i % columns);
+        chart->show();
+        m_chartGrid->setColumnStretch(i % columns, 1);
+        m_chartGrid->setRowStretch(i / columns, 1);
+    }
+    m_chartArea->setCurrentWidget(m_chartGridPage);
 }
 
-void AnalysisViews::resizeEvent(QResizeEvent* event)
+bool AnalysisViews::eventFilter(QObject* watched, QEvent* event)
 {
-    QWidget::resizeEvent(event);
-    layoutCharts(event->size().width() >= kFourColumnWidth ? 4 : 2);
+    if (watched == m_chartArea && event->type() == QEvent::Resize)
+        arrangeCharts(static_cast<QResizeEvent*>(event)->size());
+    return QWidget::eventFilter(watched, event);
 }
 
 void AnalysisViews::showEvaluation(const Evaluation& evaluation, const std::vector<Layer>& layers,
@@ -140,6 +171,14 @@ void AnalysisViews::setCandidates(const PlanResult& result, int selectedFeasible
     m_pareto->setCandidates(result.top, result.infeasible, selectedFeasible);
 #endif
     Q_UNUSED(result)
+    Q_UNUSED(selectedFeasible)
+}
+
+void AnalysisViews::setSelectedCandidate(int selectedFeasible)
+{
+#ifdef SHARDSCAPE_PARETO_CHART
+    m_pareto->setSelectedIndex(selectedFeasible);
+#endif
     Q_UNUSED(selectedFeasible)
 }
 

@@ -11,6 +11,8 @@
 
 class QGridLayout;
 class QSplitter;
+class QStackedWidget;
+class QTabWidget;
 
 namespace shardscape::ui {
 
@@ -22,8 +24,9 @@ class StageBalanceChart;
 
 /**
  * The views one evaluated configuration drives: the pipeline timeline on top, the memory, Pareto, bubble and
- * stage-balance charts below (four in a row on wide windows, two by two otherwise). Each view is built only when
- * its code is part of the build (ui/timeline, ui/charts), so no placeholder ever shows.
+ * stage-balance charts below: four in a row when wide, two by two when there is room, else as tabs (so that a
+ * small window never squeezes a chart below its readable size). Each view is built only when its code is part of
+ * the build (ui/timeline, ui/charts), so no placeholder ever shows.
  */
 class AnalysisViews : public QWidget
 {
@@ -39,6 +42,8 @@ public:
                         const std::vector<std::pair<int, double>>& bubbleCurve, const QString& title);
     /** Every candidate of a plan on the Pareto chart; `selectedFeasible` indexes result.top (-1: none). */
     void setCandidates(const PlanResult& result, int selectedFeasible);
+    /** Marks another candidate (index into the plan's top; -1: none) without rebuilding the Pareto chart. */
+    void setSelectedCandidate(int selectedFeasible);
     void clear();
 
     /** Events the timeline displays; -1 when the timeline is not built in. */
@@ -53,20 +58,36 @@ public:
     };
     std::vector<ImageView> imageViews() const;
 
+    /** How the charts are arranged now. */
+    enum class ChartLayout
+    {
+        None,
+        Row, ///< four in a row
+        Grid, ///< two by two
+        Tabs ///< one at a time
+    };
+    ChartLayout chartLayout() const { return m_layout; }
+
     QByteArray saveState() const;
     void restoreState(const QByteArray& state);
 
+signals:
+    /** The user clicked a feasible candidate on the Pareto chart (index into the plan's top). */
+    void candidateClicked(int feasibleIndex);
+
 protected:
-    void resizeEvent(QResizeEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
-    void layoutCharts(int columns);
+    void arrangeCharts(QSize area);
 
     QSplitter* m_splitter;
-    QWidget* m_chartArea = nullptr;
+    QStackedWidget* m_chartArea = nullptr;
+    QWidget* m_chartGridPage = nullptr;
     QGridLayout* m_chartGrid = nullptr;
-    std::vector<QWidget*> m_charts;
-    int m_columns = 0;
+    QTabWidget* m_chartTabs = nullptr;
+    std::vector<std::pair<QWidget*, QString>> m_charts; ///< with their tab titles
+    ChartLayout m_layout = ChartLayout::None;
     TimelineView* m_timeline = nullptr;
     MemoryChart* m_memory = nullptr;
     ParetoChart* m_pareto = nullptr;

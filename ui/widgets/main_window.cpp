@@ -68,6 +68,9 @@ QDockWidget* makeDock(const QString& title, const QString& name, QWidget* conten
     return dock;
 }
 
+/** Window width below which the docks share one side column, pixels. */
+constexpr int kThreeColumnWidth = 1500;
+
 QScrollArea* scrolled(QWidget* content)
 {
     auto* area = new QScrollArea;
@@ -96,10 +99,9 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
     connectJobs();
     setPlanning(false);
 
+    applyDefaultLayout();
     if (m_options.use_settings)
         restoreSettings();
-    else
-        resize(1600, 1000);
     if (!m_options.model.isEmpty())
         m_modelPanel->setModelSpec(m_options.model);
     if (!m_options.cluster.isEmpty())
@@ -115,6 +117,14 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
 }
 
 MainWindow::~MainWindow() = default;
+
+void MainWindow::applyDefaultLayout()
+{
+    // The table shows about eight candidates; the timeline and the charts share the rest.
+    resize(1600, 1000);
+    m_centerSplitter->setSizes({235, 765});
+    m_inputsSplitter->setSizes({360, 640});
+}
 
 void MainWindow::createPanels()
 {
@@ -159,6 +169,8 @@ void MainWindow::createPanels()
     connect(m_plannerPanel, &PlannerPanel::seqLenChanged, seqLenDelay, qOverload<>(&QTimer::start));
     connect(m_candidates, &CandidatesPanel::currentCandidateChanged, this, &MainWindow::onCandidateChanged);
     connect(m_candidates, &CandidatesPanel::pinRequested, this, &MainWindow::pinCandidate);
+    // The Pareto chart indexes the feasible candidates, which are the table's first rows.
+    connect(m_views, &AnalysisViews::candidateClicked, m_candidates, &CandidatesPanel::selectCandidate);
     connect(m_whatIf, &WhatIfPanel::configEdited, this, &MainWindow::onWhatIfEdited);
     connect(m_whatIf, &WhatIfPanel::resetRequested, this, [this] { onCandidateChanged(m_selectedRow); });
     connect(m_whatIf, &WhatIfPanel::pinRequested, this, [this] {
@@ -206,7 +218,8 @@ void MainWindow::createDocks()
 
     auto* whatIf = makeDock(tr("What-if"), QStringLiteral("whatIfDock"), scrolled(m_whatIf), this);
     auto* compare = makeDock(tr("Compare"), QStringLiteral("compareDock"), m_compare, this);
-    auto* why = makeDock(tr("Why This Plan"), QStringLiteral("explanationDock"), m_explanation, this);
+    // Short titles: on narrow screens all docks share one column of tabs.
+    auto* why = makeDock(tr("Why"), QStringLiteral("explanationDock"), m_explanation, this);
     auto* log = makeDock(tr("Log"), QStringLiteral("logDock"), m_log, this);
     addDockWidget(Qt::RightDockWidgetArea, whatIf);
     tabifyDockWidget(whatIf, compare);
@@ -214,8 +227,8 @@ void MainWindow::createDocks()
     tabifyDockWidget(why, log);
     whatIf->raise();
     why->raise();
-    resizeDocks({inputs, whatIf}, {400, 380}, Qt::Horizontal);
-    resizeDocks({whatIf, why}, {560, 300}, Qt::Vertical);
+    resizeDocks({inputs, whatIf}, {410, 360}, Qt::Horizontal);
+    resizeDocks({whatIf, why}, {470, 400}, Qt::Vertical);
 
     // The status bar: what the planner does now, how far it is, and a way to stop it.
     m_phase = new QLabel;
@@ -509,8 +522,7 @@ void MainWindow::onCandidateChanged(int row)
         ? e->memory_limit_bytes
         : memoryLimitBytes(m_resultRequest.config, m_result->model->cluster());
     m_evaluateJob->start(request);
-    const int feasibleIndex = m_candidates->model()->isFeasible(row) ? row : -1;
-    m_views->setCandidates(*m_result, feasibleIndex);
+    m_views->setSelectedCandidate(m_candidates->model()->isFeasible(row) ? row : -1);
 }
 
 void MainWindow::onWhatIfEdited(const ParallelConfig& config)
@@ -635,6 +647,24 @@ void MainWindow::dropEvent(QDropEvent* event)
     }
 }
 
+void MainWindow::showEvent(QShowEvent* event)
+{
+    QMainWindow::showEvent(event);
+    if (!m_defaultDocks)
+        return;
+    m_defaultDocks = false;
+    // Narrow screens: one side column (inputs, what-if, comparison, explanation and log as tabs) so that the table
+    // and the charts keep a readable width.
+    if (width() < kThreeColumnWidth) {
+        auto* inputs = findChild<QDockWidget*>(QStringLiteral("inputsDock"));
+        for (const char* name : {"whatIfDock", "compareDock", "explanationDock", "logDock"})
+            if (auto* dock = findChild<QDockWidget*>(QLatin1String(name)))
+                tabifyDockWidget(inputs, dock);
+        inputs->raise();
+        resizeDocks({inputs}, {360}, Qt::Horizontal);
+    }
+}
+
 void MainWindow::closeEvent(QCloseEvent* event)
 {
     if (m_options.use_settings)
@@ -662,9 +692,9 @@ void MainWindow::saveSettings() const
 void MainWindow::restoreSettings()
 {
     QSettings settings;
-    if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray()))
-        resize(1600, 1000);
-    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    if (restoreState(settings.value(QStringLiteral("window/state")).toByteArray()))
+        m_defaultDocks = false;
     m_centerSplitter->restoreState(settings.value(QStringLiteral("window/centerSplitter")).toByteArray());
     m_inputsSplitter->restoreState(settings.value(QStringLiteral("window/inputsSplitter")).toByteArray());
     m_views->restoreState(settings.value(QStringLiteral("window/views")).toByteArray());

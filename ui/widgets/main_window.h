@@ -97,10 +97,12 @@ signals:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    void showEvent(QShowEvent* event) override;
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
 
 private:
+    void applyDefaultLayout();
     void createPanels();
     void createActions();
     void createDocks();
@@ -159,6 +161,7 @@ private:
     int m_selectedRow = -1;
     QString m_lastError;
     QString m_lastDir;
+    bool m_defaultDocks = true; ///< no saved dock layout: arrange the docks for the first shown width
 };
 
 } // namespace shardscape::ui

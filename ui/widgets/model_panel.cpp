@@ -47,6 +47,8 @@ ModelPanel::ModelPanel(QWidget* parent)
 {
     for (const auto& name : modelPresetNames())
         m_preset->addItem(QString::fromStdString(name), QString::fromStdString(name));
+    // The embedded default: a newcomer sees a complete picture at once.
+    m_preset->setCurrentIndex(std::max(0, m_preset->findData(QStringLiteral("llama2-7b"))));
     m_preset->setToolTip(tr("A built-in model preset, or a file opened with File > Open Model (Ctrl+O)"));
     m_preset->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_preset->setMinimumContentsLength(12);
@@ -67,10 +69,11 @@ ModelPanel::ModelPanel(QWidget* parent)
     m_tree->setUniformRowHeights(true);
     m_tree->setAlternatingRowColors(true);
     m_tree->setRootIsDecorated(true);
-    m_tree->header()->setStretchLastSection(false);
+    // Names and the two tick columns first: they are what the user works with; the numbers may scroll.
+    m_tree->header()->setStretchLastSection(true);
     m_tree->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_tree->header()->setSectionResizeMode(LayersModel::NameColumn, QHeaderView::Stretch);
     m_tree->header()->setMinimumSectionSize(30);
+    m_tree->setColumnHidden(LayersModel::KindColumn, true);
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);

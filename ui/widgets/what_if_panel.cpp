@@ -193,6 +193,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         loadEditors(m_baseline->config);
         m_result.reset();
         updateTable();
+        m_status->clear();
         emit resetRequested();
     });
     connect(m_pin, &QPushButton::clicked, this, &WhatIfPanel::pinRequested);
@@ -213,6 +214,7 @@ void WhatIfPanel::setBaseline(const Evaluation& baseline, int clusterGpus)
     loadEditors(baseline.config);
     setEnabled(true);
     updateTable();
+    m_status->setText(tr("Edit any field: the change is re-simulated at once and compared with the plan."));
 }
 
 void WhatIfPanel::clearBaseline()

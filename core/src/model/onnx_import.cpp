@@ -25,6 +25,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -102,25 +103,72 @@ const std::unordered_map<std::string_view, OpTypeInfo>& opTypeTable()
             for (const auto n : names)
                 t.emplace(n, info);
         };
-        add({"Add", "Sub", "Neg", "Sum", "Mean", "Where", "Not", "And", "Or", "Xor", "Equal", "Less", "LessOrEqual",
-             "Greater", "GreaterOrEqual", "IsNaN", "IsInf", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
-             "BitwiseNot", "Sign", "Floor", "Ceil", "Round", "Mod", "QuantizeLinear", "DequantizeLinear",
-             "DynamicQuantizeLinear", "BiasAdd"},
+        add({"Add",
+             "Sub",
+             "Neg",
+             "Sum",
+             "Mean",
+             "Where",
+             "Not",
+             "And",
+             "Or",
+             "Xor",
+             "Equal",
+             "Less",
+             "LessOrEqual",
+             "Greater",
+             "GreaterOrEqual",
+             "IsNaN",
+             "IsInf",
+             "BitShift",
+             "BitwiseAnd",
+             "BitwiseOr",
+             "BitwiseXor",
+             "BitwiseNot",
+             "Sign",
+             "Floor",
+             "Ceil",
+             "Round",
+             "Mod",
+             "QuantizeLinear",
+             "DequantizeLinear",
+             "DynamicQuantizeLinear",
+             "BiasAdd"},
             {Category::Elementwise, 1, Grad::Linear});
         add({"Cast", "CastLike"}, {Category::Elementwise, 0, Grad::Linear});
         add({"Mul", "Div"}, {Category::Elementwise, 1, Grad::Product});
-        add({"Relu", "LeakyRelu", "PRelu", "Clip", "Abs", "Max", "Min", "Pow", "Sqrt", "Reciprocal",
-             "ThresholdedRelu", "Shrink", "HardSigmoid", "HardSwish", "Softsign"},
+        add({"Relu", "LeakyRelu", "PRelu", "Clip", "Abs", "Max", "Min", "Pow", "Sqrt", "Reciprocal", "ThresholdedRelu",
+             "Shrink", "HardSigmoid", "HardSwish", "Softsign"},
             {Category::Elementwise, 1, Grad::Nonlinear});
-        add({"Exp", "Log", "Erf", "Tanh", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
-             "Acosh", "Atanh", "Softplus", "Elu", "Selu", "Celu", "Mish"},
+        add({"Exp",  "Log",  "Erf",   "Tanh",  "Sin",   "Cos",      "Tan", "Asin", "Acos", "Atan",
+             "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Elu", "Selu", "Celu", "Mish"},
             {Category::Elementwise, kTranscendentalFlops, Grad::Nonlinear});
         add({"Sigmoid"}, {Category::Elementwise, kSigmoidFlops, Grad::Nonlinear});
         add({"Gelu", "FastGelu", "BiasGelu", "QuickGelu"}, {Category::Elementwise, kGeluFlops, Grad::Nonlinear});
-        add({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-             "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "TopK", "GlobalAveragePool",
-             "GlobalMaxPool", "GlobalLpPool", "AveragePool", "MaxPool", "LpPool", "MaxRoiPool", "RoiAlign", "CumSum",
-             "MaxUnpool", "NonMaxSuppression"},
+        add({"ReduceMean",
+             "ReduceSum",
+             "ReduceMax",
+             "ReduceMin",
+             "ReduceProd",
+             "ReduceL1",
+             "ReduceL2",
+             "ReduceLogSum",
+             "ReduceLogSumExp",
+             "ReduceSumSquare",
+             "ArgMax",
+             "ArgMin",
+             "TopK",
+             "GlobalAveragePool",
+             "GlobalMaxPool",
+             "GlobalLpPool",
+             "AveragePool",
+             "MaxPool",
+             "LpPool",
+             "MaxRoiPool",
+             "RoiAlign",
+             "CumSum",
+             "MaxUnpool",
+             "NonMaxSuppression"},
             {Category::Reduction, 1, Grad::Nonlinear});
         add({"Softmax", "LogSoftmax", "Hardmax"}, {Category::Softmax, kSoftmaxFlops, Grad::Nonlinear});
         add({"LayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization",
@@ -130,11 +178,39 @@ const std::unordered_map<std::string_view, OpTypeInfo>& opTypeTable()
         add({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Optional", "OptionalGetElement",
              "OptionalHasElement"},
             {Category::View, 0, Grad::Linear});
-        add({"Transpose", "Concat", "Split", "Slice", "Expand", "Tile", "Pad", "GatherElements", "GatherND",
-             "ScatterND", "ScatterElements", "Scatter", "DepthToSpace", "SpaceToDepth", "Compress",
-             "ReverseSequence", "Trilu", "Resize", "Upsample", "OneHot", "NonZero", "Unique", "CenterCropPad",
-             "Col2Im", "ConcatFromSequence", "SplitToSequence", "SequenceAt", "SequenceConstruct", "SequenceInsert",
-             "SequenceErase", "SequenceEmpty", "SequenceLength", "ImageDecoder"},
+        add({"Transpose",
+             "Concat",
+             "Split",
+             "Slice",
+             "Expand",
+             "Tile",
+             "Pad",
+             "GatherElements",
+             "GatherND",
+             "ScatterND",
+             "ScatterElements",
+             "Scatter",
+             "DepthToSpace",
+             "SpaceToDepth",
+             "Compress",
+             "ReverseSequence",
+             "Trilu",
+             "Resize",
+             "Upsample",
+             "OneHot",
+             "NonZero",
+             "Unique",
+             "CenterCropPad",
+             "Col2Im",
+             "ConcatFromSequence",
+             "SplitToSequence",
+             "SequenceAt",
+             "SequenceConstruct",
+             "SequenceInsert",
+             "SequenceErase",
+             "SequenceEmpty",
+             "SequenceLength",
+             "ImageDecoder"},
             {Category::Move, 0, Grad::Linear});
         add({"Gather"}, {Category::Gather, 0, Grad::Linear});
         add({"MatMul", "MatMulInteger", "QLinearMatMul", "FusedMatMul"}, {Category::MatMul, 2, Grad::Product});
@@ -319,11 +395,10 @@ void checkTensorLocation(const onnx::TensorProto& t, const std::string& origin)
     const std::string hint = "external-data locations must be relative paths inside the model's folder "
                              "(CVE-2022-25882); re-save the model with onnx.save_model(..., location=\"weights.bin\")";
     if (!location || location->empty())
-        throw InputError(cat(origin, ": tensor '", t.name(), "' is stored as external data without a location"),
-                         hint);
+        throw InputError(cat(origin, ": tensor '", t.name(), "' is stored as external data without a location"), hint);
     const std::string& loc = *location;
-    const bool absolute = loc.front() == '/' || loc.front() == '\\' || (loc.size() > 1 && loc[1] == ':')
-        || fs::path(loc).is_absolute();
+    const bool absolute
+        = loc.front() == '/' || loc.front() == '\\' || (loc.size() > 1 && loc[1] == ':') || fs::path(loc).is_absolute();
     bool climbs = false;
     std::size_t start = 0;
     while (start <= loc.size()) {
@@ -375,6 +450,382 @@ void checkGraphLocations(const onnx::GraphProto& graph, const std::string& origi
             checkAttributeLocations(a, origin, depth);
 }
 
+// --- static shape arithmetic -------------------------------------------------------------------------------
+
+constexpr std::size_t kMaxStaticElements = 65536; // position ranges up to 64k tokens; shapes are a few elements
+
+/** A small integer (or boolean) tensor known at import time: shapes, indices, masks' inputs. */
+struct StaticTensor
+{
+    int type = onnx::TensorProto::INT64;
+    Shape shape;
+    std::vector<std::int64_t> data;
+};
+
+bool isIntegerType(int t)
+{
+    using T = onnx::TensorProto;
+    return t == T::INT64 || t == T::INT32 || t == T::INT16 || t == T::INT8 || t == T::UINT8 || t == T::UINT16
+        || t == T::UINT32 || t == T::UINT64 || t == T::BOOL;
+}
+
+std::optional<StaticTensor> readStaticTensor(const onnx::TensorProto& t)
+{
+    using T = onnx::TensorProto;
+    if (!isIntegerType(t.data_type()) || t.data_location() == T::EXTERNAL)
+        return std::nullopt;
+    StaticTensor s;
+    s.type = t.data_type();
+    s.shape.assign(t.dims().begin(), t.dims().end());
+    const double count = elementCount(s.shape);
+    if (count > static_cast<double>(kMaxStaticElements) || count < 0)
+        return std::nullopt;
+    const auto n = static_cast<std::size_t>(count);
+    if (!t.raw_data().empty()) {
+        const std::string& raw = t.raw_data();
+        const std::size_t width = n == 0 ? 1 : raw.size() / n;
+        if (n == 0 || raw.size() != n * width || (width != 1 && width != 2 && width != 4 && width != 8))
+            return n == 0 ? std::optional<StaticTensor>(s) : std::nullopt;
+        const bool isSigned = t.data_type() == T::INT64 || t.data_type() == T::INT32 || t.data_type() == T::INT16
+            || t.data_type() == T::INT8;
+        for (std::size_t i = 0; i < n; ++i) {
+            std::uint64_t bits = 0;
+            std::memcpy(&bits, raw.data() + i * width, width); // little-endian, as ONNX stores it
+            std::int64_t value = static_cast<std::int64_t>(bits);
+            if (isSigned && width < 8 && (bits >> (8 * width - 1)) & 1U)
+                value = static_cast<std::int64_t>(bits | (~std::uint64_t {0} << (8 * width)));
+            s.data.push_back(value);
+        }
+    } else if (t.int64_data_size() > 0) {
+        s.data.assign(t.int64_data().begin(), t.int64_data().end());
+    } else if (t.int32_data_size() > 0) {
+        s.data.assign(t.int32_data().begin(), t.int32_data().end());
+    } else if (t.uint64_data_size() > 0) {
+        for (const auto v : t.uint64_data())
+            s.data.push_back(static_cast<std::int64_t>(v));
+    }
+    if (s.data.size() != n)
+        return std::nullopt;
+    return s;
+}
+
+void writeStaticTensor(const StaticTensor& s, onnx::TensorProto& t)
+{
+    using T = onnx::TensorProto;
+    if (s.type == T::INT64) {
+        for (const auto v : s.data)
+            t.add_int64_data(v);
+    } else if (s.type == T::UINT64) {
+        for (const auto v : s.data)
+            t.add_uint64_data(static_cast<std::uint64_t>(v));
+    } else {
+        for (const auto v : s.data)
+            t.add_int32_data(static_cast<std::int32_t>(v)); // int32, int16, int8, uint8, uint16, bool
+    }
+}
+
+std::optional<std::int64_t> scalarOf(const StaticTensor* t)
+{
+    if (!t || t->data.size() != 1)
+        return std::nullopt;
+    return t->data.front();
+}
+
+/** Normalizes a possibly negative axis; nullopt when out of range. */
+std::optional<std::size_t> axisOf(std::int64_t axis, std::size_t rank)
+{
+    if (axis < 0)
+        axis += static_cast<std::int64_t>(rank);
+    if (axis < 0 || axis >= static_cast<std::int64_t>(rank))
+        return std::nullopt;
+    return static_cast<std::size_t>(axis);
+}
+
+std::optional<StaticTensor> binaryStatic(const std::string& op, const StaticTensor& a, const StaticTensor& b)
+{
+    const bool aScalar = a.data.size() == 1;
+    const bool bScalar = b.data.size() == 1;
+    if (!aScalar && !bScalar && a.data.size() != b.data.size())
+        return std::nullopt;
+    StaticTensor out;
+    out.type = a.type;
+    out.shape = a.shape.size() >= b.shape.size() ? a.shape : b.shape;
+    if (aScalar && !bScalar)
+        out.shape = b.shape;
+    const std::size_t n = std::max(a.data.size(), b.data.size());
+    const bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual"
+        || op == "GreaterOrEqual" || op == "And" || op == "Or";
+    if (compare)
+        out.type = onnx::TensorProto::BOOL;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t x = a.data[aScalar ? 0 : i];
+        const std::int64_t y = b.data[bScalar ? 0 : i];
+        std::int64_t r = 0;
+        if (op == "Add")
+            r = x + y;
+        else if (op == "Sub")
+            r = x - y;
+        else if (op == "Mul")
+            r = x * y;
+        else if (op == "Div" || op == "Mod") {
+            if (y == 0)
+                return std::nullopt;
+            r = op == "Div" ? x / y : x % y;
+        } else if (op == "Max")
+            r = std::max(x, y);
+        else if (op == "Min")
+            r = std::min(x, y);
+        else if (op == "Equal")
+            r = x == y;
+        else if (op == "Less")
+            r = x < y;
+        else if (op == "Greater")
+            r = x > y;
+        else if (op == "LessOrEqual")
+            r = x <= y;
+        else if (op == "GreaterOrEqual")
+            r = x >= y;
+        else if (op == "And")
+            r = (x != 0) && (y != 0);
+        else if (op == "Or")
+            r = (x != 0) || (y != 0);
+        else
+            return std::nullopt;
+        out.data.push_back(r);
+    }
+    return out;
+}
+
+std::vector<std::int64_t> staticInts(const onnx::NodeProto& node, const std::vector<const StaticTensor*>& in,
+                                     std::size_t index, std::string_view attr, bool& ok)
+{
+    if (index < in.size() && !node.input(static_cast<int>(index)).empty()) {
+        if (!in[index]) {
+            ok = false;
+            return {};
+        }
+        return in[index]->data;
+    }
+    return intsAttr(node, attr);
+}
+
+/** The value of a node whose integer inputs are all known; nullopt when it is not a shape computation. */
+std::optional<StaticTensor> evaluateStatic(const onnx::NodeProto& node, const std::vector<const StaticTensor*>& in,
+                                           const std::unordered_map<std::string, Shape>& shapes)
+{
+    if (!defaultDomain(node.domain()))
+        return std::nullopt;
+    const std::string& op = node.op_type();
+    const auto input = [&in](std::size_t i) -> const StaticTensor* { return i < in.size() ? in[i] : nullptr; };
+    if (op == "Constant") {
+        for (const auto& a : node.attribute()) {
+            if (a.name() == "value" && a.has_t())
+                return readStaticTensor(a.t());
+            if (a.name() == "value_int")
+                return StaticTensor {onnx::TensorProto::INT64, {}, {a.i()}};
+            if (a.name() == "value_ints")
+                return StaticTensor {onnx::TensorProto::INT64,
+                                     {static_cast<std::int64_t>(a.ints_size())},
+                                     {a.ints().begin(), a.ints().end()}};
+        }
+        return std::nullopt;
+    }
+    if (op == "Shape" || op == "Size") {
+        const auto it = node.input_size() > 0 ? shapes.find(node.input(0)) : shapes.end();
+        if (it == shapes.end())
+            return std::nullopt;
+        const Shape& dims = it->second;
+        if (op == "Size")
+            return StaticTensor {onnx::TensorProto::INT64, {}, {static_cast<std::int64_t>(elementCount(dims))}};
+        const auto rank = static_cast<std::int64_t>(dims.size());
+        std::int64_t start = intAttr(node, "start", 0);
+        std::int64_t end = intAttr(node, "end", rank);
+        start = std::clamp(start < 0 ? start + rank : start, std::int64_t {0}, rank);
+        end = std::clamp(end < 0 ? end + rank : end, std::int64_t {0}, rank);
+        StaticTensor s;
+        s.data.assign(dims.begin() + start, dims.begin() + std::max(start, end));
+        s.shape = {static_cast<std::int64_t>(s.data.size())};
+        return s;
+    }
+    for (std::size_t i = 0; i < in.size(); ++i)
+        if (!in[i] && !node.input(static_cast<int>(i)).empty())
+            return std::nullopt;
+    if (in.empty() || !in[0])
+        return std::nullopt;
+    const StaticTensor& x = *in[0];
+    if (op == "Identity")
+        return x;
+    if (op == "Cast") {
+        StaticTensor s = x;
+        s.type = static_cast<int>(intAttr(node, "to", x.type));
+        return s; // float casts keep integral values; only integer results are ever written back
+    }
+    if (op == "Reshape" || op == "Unsqueeze" || op == "Squeeze" || op == "Flatten") {
+        StaticTensor s = x;
+        if (op == "Reshape") {
+            if (!input(1))
+                return std::nullopt;
+            s.shape = input(1)->data;
+            for (std::size_t k = 0; k < s.shape.size(); ++k)
+                if (s.shape[k] == 0 && k < x.shape.size())
+                    s.shape[k] = x.shape[k];
+            const auto known = std::count_if(s.shape.begin(), s.shape.end(), [](auto d) { return d >= 0; });
+            if (known + 1 == static_cast<std::ptrdiff_t>(s.shape.size())) {
+                std::int64_t rest = 1;
+                for (const auto d : s.shape)
+                    rest *= d >= 0 ? d : 1;
+                for (auto& d : s.shape)
+                    if (d < 0)
+                        d = rest > 0 ? static_cast<std::int64_t>(x.data.size()) / rest : 0;
+            }
+        } else if (op == "Flatten") {
+            s.shape = {1, static_cast<std::int64_t>(x.data.size())};
+        } else {
+            bool ok = true;
+            const auto axes = staticInts(node, in, 1, "axes", ok);
+            if (!ok)
+                return std::nullopt;
+            if (op == "Unsqueeze") {
+                const std::size_t rank = x.shape.size() + axes.size();
+                std::vector<bool> inserted(rank, false);
+                for (const auto a : axes)
+                    if (const auto k = axisOf(a, rank))
+                        inserted[*k] = true;
+                s.shape.clear();
+                std::size_t next = 0;
+                for (std::size_t k = 0; k < rank; ++k)
+                    s.shape.push_back(inserted[k] || next >= x.shape.size() ? 1 : x.shape[next++]);
+            } else {
+                s.shape.clear();
+                for (std::size_t k = 0; k < x.shape.size(); ++k) {
+                    bool drop = axes.empty() && x.shape[k] == 1;
+                    for (const auto a : axes)
+                        drop = drop || axisOf(a, x.shape.size()) == k;
+                    if (!drop)
+                        s.shape.push_back(x.shape[k]);
+                }
+            }
+        }
+        if (elementCount(s.shape) != static_cast<double>(s.data.size()))
+            return std::nullopt;
+        return s;
+    }
+    if (op == "Gather") {
+        const StaticTensor* idx = input(1);
+        if (!idx || x.shape.size() > 1 || intAttr(node, "axis", 0) != 0)
+            return std::nullopt;
+        StaticTensor s;
+        s.type = x.type;
+        s.shape = idx->shape;
+        for (auto i : idx->data) {
+            if (i < 0)
+                i += static_cast<std::int64_t>(x.data.size());
+            if (i < 0 || i >= static_cast<std::int64_t>(x.data.size()))
+                return std::nullopt;
+            s.data.push_back(x.data[static_cast<std::size_t>(i)]);
+        }
+        return s;
+    }
+    if (op == "Concat") {
+        StaticTensor s;
+        s.type = x.type;
+        for (const auto* t : in) {
+            if (t->shape.size() > 1)
+                return std::nullopt;
+            s.data.insert(s.data.end(), t->data.begin(), t->data.end());
+        }
+        s.shape = {static_cast<std::int64_t>(s.data.size())};
+        return s;
+    }
+    if (op == "Slice") {
+        if (x.shape.size() != 1)
+            return std::nullopt;
+        bool ok = true;
+        const auto starts = staticInts(node, in, 1, "starts", ok);
+        const auto ends = staticInts(node, in, 2, "ends", ok);
+        const auto steps = staticInts(node, in, 4, "steps", ok);
+        if (!ok || starts.size() != 1 || ends.size() != 1)
+            return std::nullopt;
+        const auto n = static_cast<std::int64_t>(x.data.size());
+        const std::int64_t step = steps.empty() ? 1 : steps.front();
+        if (step != 1)
+            return std::nullopt;
+        std::int64_t b = starts.front() < 0 ? starts.front() + n : starts.front();
+        std::int64_t e = ends.front() < 0 ? ends.front() + n : ends.front();
+        b = std::clamp(b, std::int64_t {0}, n);
+        e = std::clamp(e, std::int64_t {0}, n);
+        StaticTensor s;
+        s.type = x.type;
+        s.data.assign(x.data.begin() + b, x.data.begin() + std::max(b, e));
+        s.shape = {static_cast<std::int64_t>(s.data.size())};
+        return s;
+    }
+    if (op == "Neg" || op == "Abs" || op == "Not" || op == "Sign") {
+        StaticTensor s = x;
+        for (auto& v : s.data)
+            v = op == "Neg" ? -v : op == "Abs" ? std::abs(v) : op == "Not" ? (v == 0) : (v > 0) - (v < 0);
+        return s;
+    }
+    if (op == "Where") {
+        const StaticTensor* a = input(1);
+        const StaticTensor* b = input(2);
+        if (!a || !b)
+            return std::nullopt;
+        const std::size_t n = std::max({x.data.size(), a->data.size(), b->data.size()});
+        for (const auto* t : {&x, a, b})
+            if (t->data.size() != 1 && t->data.size() != n)
+                return std::nullopt;
+        StaticTensor s;
+        s.type = a->type;
+        s.shape = x.data.size() == n ? x.shape : a->data.size() == n ? a->shape : b->shape;
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto at = [i](const StaticTensor* t) { return t->data[t->data.size() == 1 ? 0 : i]; };
+            s.data.push_back(at(&x) != 0 ? at(a) : at(b));
+        }
+        return s;
+    }
+    if (op == "ConstantOfShape") {
+        const double count = elementCount(x.data);
+        if (count > static_cast<double>(kMaxStaticElements) || count < 0)
+            return std::nullopt;
+        StaticTensor s;
+        s.type = onnx::TensorProto::FLOAT; // the default fill is a float 0
+        s.shape = x.data;
+        std::int64_t fill = 0;
+        for (const auto& a : node.attribute())
+            if (a.name() == "value" && a.has_t()) {
+                if (auto v = readStaticTensor(a.t()); v && v->data.size() == 1) {
+                    fill = v->data.front();
+                    s.type = v->type;
+                } else {
+                    return std::nullopt; // a float fill: a mask, not a shape
+                }
+            }
+        s.data.assign(static_cast<std::size_t>(count), fill);
+        return s;
+    }
+    if (op == "Range") {
+        const auto start = scalarOf(input(0));
+        const auto limit = scalarOf(input(1));
+        const auto delta = scalarOf(input(2));
+        if (!start || !limit || !delta || *delta == 0)
+            return std::nullopt;
+        const std::int64_t count
+            = std::max<std::int64_t>(0, (*limit - *start + *delta - (*delta > 0 ? 1 : -1)) / *delta);
+        if (count > static_cast<std::int64_t>(kMaxStaticElements))
+            return std::nullopt;
+        StaticTensor s;
+        s.type = x.type;
+        for (std::int64_t i = 0; i < count; ++i)
+            s.data.push_back(*start + i * *delta);
+        s.shape = {count};
+        return s;
+    }
+    if (in.size() == 2 && in[1])
+        return binaryStatic(op, x, *in[1]);
+    return std::nullopt;
+}
+
 // --- the importer ------------------------------------------------------------------------------------------------
 
 enum class ValueKind : std::uint8_t
@@ -387,13 +838,12 @@ enum class ValueKind : std::uint8_t
 
 struct Value
 {
-    const std::string* name = nullptr;
+    std::string_view name; ///< owned by the model proto
     ValueKind kind = ValueKind::Undefined;
     int elemType = 0;
     bool shapeKnown = false;
     Shape shape;
     int producer = -1; ///< node index
-    std::vector<int> consumers; ///< node indices
     std::vector<int> roots; ///< Param: canonical initializer indices it views
     TensorId tensor = -1; ///< Activation: its tensor once created
     bool graphOutput = false;
@@ -451,6 +901,7 @@ public:
         , m_options(options)
         , m_batch(options.batch > 0 ? options.batch : 1)
         , m_seq(options.seq_len > 0 ? options.seq_len : kDefaultSeqLen)
+        , m_model(*google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&m_arena))
     {
     }
 
@@ -522,10 +973,9 @@ private:
                 const std::string name = !node.name().empty() ? node.name()
                     : node.output_size() > 0                  ? node.output(0)
                                                               : cat("#", index);
-                throw InputError(
-                    cat(m_origin, ": unsupported control-flow node '", name, "' (", node.op_type(), ")"),
-                    "the planner needs a static graph: export without data-dependent control flow (unroll "
-                    "loops, trace with fixed shapes) or load the model's HF config.json");
+                throw InputError(cat(m_origin, ": unsupported control-flow node '", name, "' (", node.op_type(), ")"),
+                                 "the planner needs a static graph: export without data-dependent control flow (unroll "
+                                 "loops, trace with fixed shapes) or load the model's HF config.json");
             }
             ++index;
         }
@@ -601,7 +1051,7 @@ private:
     void bindSymbolicDims()
     {
         auto* graph = m_model.mutable_graph();
-        std::unordered_set<std::string> initializers;
+        std::unordered_set<std::string_view> initializers;
         for (const auto& t : graph->initializer())
             initializers.insert(t.name());
         for (auto& vi : *graph->mutable_input())
@@ -634,32 +1084,141 @@ private:
                                             m_graphBatch, " is the micro-batch unit"));
     }
 
-    void inferShapes()
+    /** One ONNX shape-inference pass; failures leave the shapes it did not reach unknown. */
+    bool inferShapesOnce()
     {
         // error_mode 0: node-level failures (custom ops without a schema) leave those shapes unknown instead of
         // aborting; data propagation turns Shape -> Gather -> Concat -> Reshape chains into concrete shapes.
         try {
             onnx::shape_inference::InferShapes(m_model, onnx::OpSchemaRegistry::Instance(),
                                                onnx::ShapeInferenceOptions(false, 0, true));
+            return true;
         } catch (const std::exception& e) {
-            m_report.warnings.push_back(
-                cat("ONNX shape inference stopped (", firstLine(e.what()), "); the shapes it did not reach are estimated"));
+            m_inferenceError = firstLine(e.what());
+            return false;
         }
+    }
+
+    /**
+     * Shape inference, then the shape arithmetic ONNX 1.12's data propagation does not follow (Div, Where,
+     * Equal, ConstantOfShape, Range: torch's dynamic-axes exports are full of them) is evaluated here and the
+     * results written as constants where activations' shapes depend on them; inference runs again (a few
+     * passes at most, until nothing new is learnt).
+     */
+    void inferShapes()
+    {
+        auto* graph = m_model.mutable_graph();
+        const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> original = graph->value_info();
+        bool ok = inferShapesOnce();
+        // Shape arithmetic starts at Shape / Size nodes; a model without them has nothing to fold.
+        bool dynamic = false;
+        for (const auto& node : graph->node())
+            dynamic = dynamic || node.op_type() == "Shape" || node.op_type() == "Size";
+        for (int pass = 0; ok && dynamic && pass < 3; ++pass) {
+            if (foldStaticOperands() == 0)
+                break;
+            *graph->mutable_value_info() = original;
+            ok = inferShapesOnce();
+        }
+        if (!ok)
+            m_report.warnings.push_back(cat("ONNX shape inference stopped (", m_inferenceError,
+                                            "); the shapes it did not reach are estimated"));
+    }
+
+    std::unordered_map<std::string, Shape> knownShapes() const
+    {
+        std::unordered_map<std::string, Shape> shapes;
+        const auto take = [&shapes](const onnx::ValueInfoProto& vi) {
+            if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape())
+                return;
+            Shape shape;
+            for (const auto& d : vi.type().tensor_type().shape().dim()) {
+                if (!d.has_dim_value())
+                    return;
+                shape.push_back(d.dim_value());
+            }
+            shapes[vi.name()] = std::move(shape);
+        };
+        const auto& graph = m_model.graph();
+        for (const auto& vi : graph.input())
+            take(vi);
+        for (const auto& vi : graph.value_info())
+            take(vi);
+        for (const auto& vi : graph.output())
+            take(vi);
+        for (const auto& t : graph.initializer())
+            shapes[t.name()] = Shape(t.dims().begin(), t.dims().end());
+        return shapes;
+    }
+
+    /** Evaluates static integer values node by node; returns how many node inputs it replaced by constants. */
+    int foldStaticOperands()
+    {
+        auto* graph = m_model.mutable_graph();
+        const auto shapes = knownShapes();
+        std::unordered_map<std::string, StaticTensor> values;
+        std::unordered_set<std::string> constants; // initializers and Constant outputs: nothing to replace
+        for (const auto& t : graph->initializer()) {
+            constants.insert(t.name());
+            if (auto v = readStaticTensor(t))
+                values.emplace(t.name(), std::move(*v));
+        }
+        int replaced = 0;
+        std::vector<onnx::TensorProto> added;
+        for (auto& node : *graph->mutable_node()) {
+            std::vector<const StaticTensor*> in;
+            bool allKnown = true;
+            for (const auto& name : node.input()) {
+                const auto it = values.find(name);
+                in.push_back(it == values.end() ? nullptr : &it->second);
+                allKnown = allKnown && (name.empty() || it != values.end());
+            }
+            if (auto out = evaluateStatic(node, in, shapes); out && node.output_size() >= 1) {
+                if (node.op_type() == "Constant")
+                    constants.insert(node.output(0));
+                values[node.output(0)] = std::move(*out);
+                continue;
+            }
+            if (allKnown)
+                continue;
+            // A node that needs an activation: hand shape inference the static operands as constants.
+            for (int i = 0; i < node.input_size(); ++i) {
+                const std::string& name = node.input(i);
+                const auto it = values.find(name);
+                if (name.empty() || it == values.end() || constants.count(name) || !isIntegerType(it->second.type))
+                    continue;
+                onnx::TensorProto t;
+                t.set_name(cat("shardscape::static_", m_staticCount++));
+                t.set_data_type(it->second.type);
+                for (const auto d : it->second.shape)
+                    t.add_dims(d);
+                writeStaticTensor(it->second, t);
+                constants.insert(t.name());
+                values.emplace(t.name(), it->second);
+                node.set_input(i, t.name());
+                added.push_back(std::move(t));
+                ++replaced;
+            }
+        }
+        for (auto& t : added)
+            *graph->add_initializer() = std::move(t);
+        return replaced;
     }
 
     // --- values --------------------------------------------------------------------------------------------
 
+    /** `name` must be a string of the model proto (values keep views of it). */
     int valueIndex(const std::string& name)
     {
         const auto [it, inserted] = m_valueIndex.try_emplace(name, static_cast<int>(m_values.size()));
         if (inserted) {
             m_values.emplace_back();
-            m_values.back().name = &it->first;
+            m_values.back().name = it->first;
         }
         return it->second;
     }
 
-    int findValue(const std::string& name) const
+    int findValue(std::string_view name) const
     {
         const auto it = m_valueIndex.find(name);
         return it == m_valueIndex.end() ? -1 : it->second;
@@ -701,7 +1260,8 @@ private:
     {
         const auto& graph = m_model.graph();
         m_report.nodes = graph.node_size();
-        m_values.reserve(static_cast<std::size_t>(graph.node_size()) * 2 + static_cast<std::size_t>(graph.initializer_size()) + 16);
+        m_values.reserve(static_cast<std::size_t>(graph.node_size()) * 2
+                         + static_cast<std::size_t>(graph.initializer_size()) + 16);
         m_valueIndex.reserve(m_values.capacity());
 
         m_inits.reserve(static_cast<std::size_t>(graph.initializer_size()));
@@ -765,8 +1325,9 @@ private:
                 const int vi = valueIndex(out);
                 Value& v = m_values[static_cast<std::size_t>(vi)];
                 if (v.producer >= 0 || v.kind != ValueKind::Undefined)
-                    throw InputError(cat(m_origin, ": value '", out, "' is defined twice (by node '", nodeName(n), "')"),
-                                     "every ONNX value must have one producer");
+                    throw InputError(
+                        cat(m_origin, ": value '", out, "' is defined twice (by node '", nodeName(n), "')"),
+                        "every ONNX value must have one producer");
                 v.producer = n;
                 info.outputs.push_back(vi);
             }
@@ -786,9 +1347,30 @@ private:
                                          "', which no node, input or initializer defines"),
                                      "is the model complete? Subgraph-scoped names are not supported");
                 info.inputs.push_back(vi);
-                m_values[static_cast<std::size_t>(vi)].consumers.push_back(n);
             }
         }
+        // Consumers of every value, in node order, as one flat array (100,000-node models: no small vectors).
+        m_consumerStart.assign(m_values.size() + 1, 0);
+        for (const auto& info : m_nodes)
+            for (const int in : info.inputs)
+                if (in >= 0)
+                    ++m_consumerStart[static_cast<std::size_t>(in) + 1];
+        for (std::size_t v = 0; v < m_values.size(); ++v)
+            m_consumerStart[v + 1] += m_consumerStart[v];
+        m_consumerList.resize(static_cast<std::size_t>(m_consumerStart.back()));
+        std::vector<int> fill(m_consumerStart.begin(), m_consumerStart.end() - 1);
+        for (int n = 0; n < static_cast<int>(m_nodes.size()); ++n)
+            for (const int in : m_nodes[static_cast<std::size_t>(n)].inputs)
+                if (in >= 0)
+                    m_consumerList[static_cast<std::size_t>(fill[static_cast<std::size_t>(in)]++)] = n;
+    }
+
+    /** The nodes reading value v, in node order (a node reading it twice is listed twice). */
+    std::span<const int> consumers(int v) const
+    {
+        const auto begin = static_cast<std::size_t>(m_consumerStart[static_cast<std::size_t>(v)]);
+        const auto end = static_cast<std::size_t>(m_consumerStart[static_cast<std::size_t>(v) + 1]);
+        return {m_consumerList.data() + begin, end - begin};
     }
 
     std::string nodeName(int n) const
@@ -813,7 +1395,7 @@ private:
             else if (e.key() == "length")
                 length = e.value();
         }
-        return location.empty() ? std::string() : cat(location, '\n', offset, '\n', length);
+        return location.empty() ? std::string() : location + '\n' + offset + '\n' + length;
     }
 
     static bool transposedEqual(const onnx::TensorProto& a, const onnx::TensorProto& b)
@@ -854,14 +1436,16 @@ private:
             if (init.canonical != i || !isFloatType(t.data_type()) || t.dims_size() < 1)
                 continue;
             if (const std::string key = externalKey(t); !key.empty()) {
-                const auto [it, inserted] = byExternal.try_emplace(cat(t.data_type(), '\n', dimsKey(t), '\n', key), i);
+                const auto [it, inserted]
+                    = byExternal.try_emplace(std::to_string(t.data_type()) + '\n' + dimsKey(t) + '\n' + key, i);
                 if (!inserted)
                     merge(i, it->second);
                 continue;
             }
             if (t.raw_data().empty() || t.dims_size() < 2)
                 continue;
-            auto& candidates = byData[std::hash<std::string_view> {}(t.raw_data()) ^ std::hash<std::string> {}(dimsKey(t))];
+            auto& candidates
+                = byData[std::hash<std::string_view> {}(t.raw_data()) ^ std::hash<std::string> {}(dimsKey(t))];
             bool merged = false;
             for (const int other : candidates) {
                 const auto& o = *m_inits[static_cast<std::size_t>(other)].proto;
@@ -884,8 +1468,7 @@ private:
                 for (std::size_t b = a + 1; b < list.size(); ++b) {
                     auto& ia = m_inits[static_cast<std::size_t>(list[a])];
                     auto& ib = m_inits[static_cast<std::size_t>(list[b])];
-                    if (ib.canonical != list[b] || ia.canonical != list[a]
-                        || ia.proto->dims(0) != ib.proto->dims(1))
+                    if (ib.canonical != list[b] || ia.canonical != list[a] || ia.proto->dims(0) != ib.proto->dims(1))
                         continue;
                     if (transposedEqual(*ia.proto, *ib.proto))
                         merge(list[b], list[a]);
@@ -909,7 +1492,7 @@ private:
     {
         std::string key;
         for (const auto d : t.dims())
-            key += cat(d, 'x');
+            key += std::to_string(d) + 'x';
         return key;
     }
 
@@ -936,7 +1519,7 @@ private:
             std::vector<int> next;
             for (const int out : m_nodes[static_cast<std::size_t>(node)].outputs)
                 if (out >= 0)
-                    for (const int c : m_values[static_cast<std::size_t>(out)].consumers)
+                    for (const int c : consumers(out))
                         if (--pending[static_cast<std::size_t>(c)] == 0)
                             next.push_back(c);
             std::sort(next.rbegin(), next.rend());
@@ -945,8 +1528,9 @@ private:
         if (m_order.size() != n) {
             for (std::size_t i = 0; i < n; ++i)
                 if (pending[i] > 0)
-                    throw InputError(cat(m_origin, ": the graph has a cycle through node '", nodeName(static_cast<int>(i)), "'"),
-                                     "ONNX graphs must be acyclic");
+                    throw InputError(
+                        cat(m_origin, ": the graph has a cycle through node '", nodeName(static_cast<int>(i)), "'"),
+                        "ONNX graphs must be acyclic");
         }
         m_position.assign(n, 0);
         for (std::size_t i = 0; i < n; ++i)
@@ -1037,7 +1621,7 @@ private:
         std::vector<int> out;
         if (v < 0)
             return out;
-        for (const int c : value(v).consumers)
+        for (const int c : consumers(v))
             if (!node(c).folded && (out.empty() || out.back() != c))
                 out.push_back(c);
         return out;
@@ -1046,10 +1630,10 @@ private:
     /** The one live consumer of v that is still free for a pattern, or -1. */
     int single(int v) const
     {
-        const auto consumers = liveConsumers(v);
-        if (consumers.size() != 1 || isGraphOutput(v))
+        const auto live = liveConsumers(v);
+        if (live.size() != 1 || isGraphOutput(v))
             return -1;
-        const int c = consumers.front();
+        const int c = live.front();
         return node(c).group < 0 && node(c).attention < 0 ? c : -1;
     }
 
@@ -1073,8 +1657,9 @@ private:
     bool groupIsClosed(const Group& g) const
     {
         std::unordered_set<int> members(g.nodes.begin(), g.nodes.end());
+        const int last = lastInOrder(g.nodes);
         for (const int n : g.nodes) {
-            if (n == g.final)
+            if (n == last)
                 continue;
             for (const int out : node(n).outputs)
                 if (out >= 0) {
@@ -1088,10 +1673,16 @@ private:
         return true;
     }
 
+    int lastInOrder(const std::vector<int>& nodes) const
+    {
+        return *std::max_element(nodes.begin(), nodes.end(), [this](int a, int b) {
+            return m_position[static_cast<std::size_t>(a)] < m_position[static_cast<std::size_t>(b)];
+        });
+    }
+
     void addGroup(Group g)
     {
-        g.final = *std::max_element(g.nodes.begin(), g.nodes.end(),
-                                    [this](int a, int b) { return m_position[static_cast<std::size_t>(a)] < m_position[static_cast<std::size_t>(b)]; });
+        g.final = lastInOrder(g.nodes);
         const int id = static_cast<int>(m_groups.size());
         for (const int n : g.nodes)
             node(n).group = id;
@@ -1163,7 +1754,8 @@ private:
                 v = out0(n);
                 continue;
             }
-            if ((is(n, "Div") && input(n, 0) == center && input(n, 1) == v) || (is(n, "Mul") && other(n, v) == center)) {
+            if ((is(n, "Div") && input(n, 0) == center && input(n, 1) == v)
+                || (is(n, "Mul") && other(n, v) == center)) {
                 normalized = n;
                 g.nodes.push_back(n);
             } else {
@@ -1259,8 +1851,8 @@ private:
             return -1;
         if (isActivationMatMul(p))
             return p;
-        const bool scaleOrMask = is(p, "Div") || is(p, "Mul") || is(p, "Add") || is(p, "Sub") || is(p, "Where")
-            || is(p, "Cast");
+        const bool scaleOrMask
+            = is(p, "Div") || is(p, "Mul") || is(p, "Add") || is(p, "Sub") || is(p, "Where") || is(p, "Cast");
         if (!scaleOrMask || node(p).folded || node(p).group >= 0 || node(p).attention >= 0)
             return -1;
         chain.push_back(p);
@@ -1361,11 +1953,11 @@ private:
         Value& val = m_values[static_cast<std::size_t>(v)];
         if (val.tensor < 0) {
             if (!val.shapeKnown) {
-                ++m_report.estimated_shapes;
+                ++m_report.unknown_shapes;
                 val.shape.clear();
                 val.shapeKnown = true;
             }
-            val.tensor = newTensor(*val.name, val.shape, mapDType(val.elemType, m_options.dtype), false);
+            val.tensor = newTensor(std::string(val.name), val.shape, mapDType(val.elemType, m_options.dtype), false);
         }
         return val.tensor;
     }
@@ -1455,6 +2047,7 @@ private:
                 }
             }
             shape = s;
+        }
         if (!shape && nd.proto->op_type() == "Transpose" && !ins.empty()) {
             const auto perm = intsAttr(*nd.proto, "perm");
             Shape s(ins[0]->rbegin(), ins[0]->rend());
@@ -1481,8 +2074,9 @@ private:
     {
         const NodeInfo& nd = node(n);
         Op op;
-        op.name = uniqueOpName(name.empty() ? (nd.proto->name().empty() ? cat(nd.proto->op_type(), "_", n) : nd.proto->name())
-                                            : std::move(name));
+        op.name = uniqueOpName(name.empty()
+                                   ? (nd.proto->name().empty() ? cat(nd.proto->op_type(), "_", n) : nd.proto->name())
+                                   : std::move(name));
         op.kind = kind;
         for (const int in : nd.inputs) {
             if (in < 0)
@@ -1531,12 +2125,13 @@ private:
         }
         if (m_zeroDims > 0)
             m_report.warnings.push_back(cat(m_zeroDims, " tensor dimensions of size 0 or less counted as 1"));
-        if (m_report.estimated_shapes > 0)
-            m_report.warnings.push_back(cat(m_report.estimated_shapes,
-                                            " values have no inferred shape; estimated from their inputs, or 1"));
+        if (m_report.unknown_shapes > 0)
+            m_report.warnings.push_back(cat(m_report.unknown_shapes,
+                                            " values have no known shape (counted as one element): their ops' "
+                                            "costs are underestimated"));
         for (const auto& [type, count] : m_report.unknown_op_types)
-            m_report.warnings.push_back(cat("unknown op type '", type, "' (", count,
-                                            count == 1 ? " node" : " nodes", ") kept as a memory-bound op"));
+            m_report.warnings.push_back(cat("unknown op type '", type, "' (", count, count == 1 ? " node" : " nodes",
+                                            ") kept as a memory-bound op"));
     }
 
     /** Adds the op with its module: scoped name, else a weight's name, else the latest producer's. */
@@ -1571,14 +2166,17 @@ private:
         OpId latest = -1;
         for (const auto t : op.inputs)
             if (static_cast<std::size_t>(t) < m_producerOp.size())
-                latest = std::max(latest, m_producerOp[static_cast<std::size_t>(t)]);
+                if (const OpId p = m_producerOp[static_cast<std::size_t>(t)];
+                    p > latest && !m_ops[static_cast<std::size_t>(p)].module.empty())
+                    latest = p;
         return latest >= 0 ? m_ops[static_cast<std::size_t>(latest)].module : std::string();
     }
 
     std::string moduleOfValue(int v) const
     {
         const TensorId t = value(v).tensor;
-        if (t < 0 || static_cast<std::size_t>(t) >= m_producerOp.size() || m_producerOp[static_cast<std::size_t>(t)] < 0)
+        if (t < 0 || static_cast<std::size_t>(t) >= m_producerOp.size()
+            || m_producerOp[static_cast<std::size_t>(t)] < 0)
             return {};
         return m_ops[static_cast<std::size_t>(m_producerOp[static_cast<std::size_t>(t)])].module;
     }
@@ -1665,11 +2263,10 @@ private:
                 }
             lossCosts(op, g.input);
         }
-        if (op.name.empty()) {
-            const std::string base = !scoped.empty() ? scoped : node(g.nodes.front()).proto->name();
-            op.name = uniqueOpName(base.empty() ? cat(opKindName(g.kind), "_", g.nodes.front()) : base);
-        }
-        commit(std::move(op), last, scoped);
+        const std::string module = !scoped.empty() ? scoped : moduleFor(op, last);
+        if (op.name.empty()) // a norm chain: named after its module, as the builder names its norms
+            op.name = uniqueOpName(!module.empty() ? module : cat(opKindName(g.kind), "_", g.nodes.front()));
+        commit(std::move(op), last, module);
     }
 
     /** A MatMul / Gemm with a weight; `out` is the value it writes (the bias Add's when fused). */
@@ -1756,6 +2353,16 @@ private:
             break;
         }
 
+        if (c == Category::View && readsOnlySources(n)) {
+            // A view of a graph input (labels reshaped for the loss): another input, not an op the first
+            // pipeline stage would run and send along.
+            for (const int out : nd.outputs)
+                if (out >= 0) {
+                    estimateOutputShape(n, out);
+                    activationTensor(out);
+                }
+            return;
+        }
         Op op = baseOp(n, OpKind::Elementwise);
         const int x = firstActivation(n);
         const double outElements = nd.outputs.empty() || nd.outputs[0] < 0 ? 0 : elementsOf(nd.outputs[0]);
@@ -1794,7 +2401,8 @@ private:
             break;
         case Category::Move:
             op.kind = OpKind::Reshape;
-            if (const auto& t = nd.proto->op_type(); t == "Slice" || t == "GatherElements" || t == "GatherND" || t == "Compress")
+            if (const auto& t = nd.proto->op_type();
+                t == "Slice" || t == "GatherElements" || t == "GatherND" || t == "Compress")
                 op.bytes_read = op.bytes_written; // reads only what it copies
             break;
         case Category::Loss:
@@ -1828,6 +2436,21 @@ private:
         }
         }
         commit(std::move(op), n);
+    }
+
+    /** Every activation the node reads is a graph input (or a view of one): no op produced it. */
+    bool readsOnlySources(int n) const
+    {
+        for (const int in : node(n).inputs) {
+            if (!isActivation(in))
+                continue;
+            const TensorId t = value(in).tensor;
+            if (t < 0
+                || (static_cast<std::size_t>(t) < m_producerOp.size()
+                    && m_producerOp[static_cast<std::size_t>(t)] >= 0))
+                return false;
+        }
+        return true;
     }
 
     int firstActivation(int n) const
@@ -1883,9 +2506,9 @@ private:
             return;
         }
         const OpKind kind = nd.role == AttentionRole::Score ? OpKind::AttentionScore
-            : nd.role == AttentionRole::Context           ? OpKind::AttentionContext
-            : params > 0 && activations == 1              ? OpKind::Linear
-                                                          : OpKind::MatMul;
+            : nd.role == AttentionRole::Context             ? OpKind::AttentionContext
+            : params > 0 && activations == 1                ? OpKind::Linear
+                                                            : OpKind::MatMul;
         Op op = baseOp(n, kind);
         const double flops = nd.info.category == Category::Einsum ? einsumFlops(n) : matmulFlops(n, out0(n));
         op.flops_fwd = flops;
@@ -2051,7 +2674,8 @@ private:
         finishAttention(core, n, flops, heads, qShape, scoped);
     }
 
-    void finishAttention(Op& core, int n, double flops, std::int64_t heads, const Shape& qShape, const std::string& scoped)
+    void finishAttention(Op& core, int n, double flops, std::int64_t heads, const Shape& qShape,
+                         const std::string& scoped)
     {
         const NodeInfo& nd = node(n);
         if (core.outputs.empty())
@@ -2128,13 +2752,17 @@ private:
     std::int64_t m_graphSeq = 1;
     bool m_boundBatch = false;
     bool m_boundSeq = false;
-    onnx::ModelProto m_model;
+    // The model lives in an arena: parsing allocates and frees 100,000 nodes at once, not one by one.
+    google::protobuf::Arena m_arena;
+    onnx::ModelProto& m_model;
     OnnxImportReport m_report;
 
     std::vector<Value> m_values;
-    std::unordered_map<std::string, int> m_valueIndex;
+    std::unordered_map<std::string_view, int> m_valueIndex; ///< views of the model proto's strings
     std::vector<Initializer> m_inits;
     std::vector<NodeInfo> m_nodes;
+    std::vector<int> m_consumerStart; ///< by value: where its consumers start in m_consumerList
+    std::vector<int> m_consumerList;
     std::vector<int> m_order;
     std::vector<int> m_position;
     std::vector<Group> m_groups;
@@ -2145,6 +2773,8 @@ private:
     std::vector<OpId> m_producerOp; ///< by tensor id
     std::unordered_set<std::string> m_opNames;
     std::int64_t m_zeroDims = 0;
+    int m_staticCount = 0;
+    std::string m_inferenceError;
 };
 
 } // namespace

@@ -201,12 +201,14 @@ TorchtitanSchedule torchtitanSchedule(const std::string& name, const TomlTable& 
     if (lower == "interleaved1f1b")
         return {ScheduleKind::Interleaved1F1B, true};
     if (lower == "loopedbfs" || lower == "interleavedzerobubble") {
-        out.warnings.push_back(cat("pipeline schedule ", name, " is simulated as interleaved 1F1B (the same looped "
+        out.warnings.push_back(cat("pipeline schedule ", name,
+                                   " is simulated as interleaved 1F1B (the same looped "
                                    "placement; Shardscape's zero-bubble schedule, ZB-H1, runs one stage per rank)"));
         return {ScheduleKind::Interleaved1F1B, true};
     }
     if (lower == "zbvzerobubble" || lower == "dualpipev") {
-        out.warnings.push_back(cat("pipeline schedule ", name, " places two stages per rank in a V; simulated as "
+        out.warnings.push_back(cat("pipeline schedule ", name,
+                                   " places two stages per rank in a V; simulated as "
                                    "interleaved 1F1B with the looped placement"));
         return {ScheduleKind::Interleaved1F1B, true};
     }
@@ -255,11 +257,10 @@ std::vector<int> blocksFromFqns(const std::vector<std::pair<std::vector<std::str
         for (const auto& name : names) {
             if (startsWith(name, "layers.")) {
                 const std::string digits = name.substr(7);
-                if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) {
-                        return std::isdigit(c);
-                    }))
-                    fail(origin, line, cat("parallelism.module_fqns_per_model_part: '", name,
-                                           "' is not layers.<number>"));
+                if (digits.empty()
+                    || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+                    fail(origin, line,
+                         cat("parallelism.module_fqns_per_model_part: '", name, "' is not layers.<number>"));
                 const int index = std::stoi(digits);
                 if (index != next)
                     out.warnings.push_back(cat("module_fqns_per_model_part: ", name, " in stage ", s,
@@ -312,7 +313,8 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
     const auto modelName = model.string("name");
     const auto flavor = model.string("flavor");
     if (modelName || flavor)
-        out.model_name = join(std::vector<std::string> {modelName.value_or("llama3"), flavor.value_or("debugmodel")}, " ");
+        out.model_name
+            = join(std::vector<std::string> {modelName.value_or("llama3"), flavor.value_or("debugmodel")}, " ");
     int numLayers = options.num_layers;
     if (numLayers == 0 && modelName.value_or("llama3") == "llama3" && flavor) {
         // torchtitan's built-in llama3 flavors.
@@ -323,7 +325,8 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
     const std::int64_t replicate = parallelism.integer("data_parallel_replicate_degree", 1, kMaxDegree).value_or(1);
     std::int64_t shard = parallelism.integer("data_parallel_shard_degree", -1, kMaxDegree).value_or(-1);
     if (shard == 0)
-        parallelism.failKey("data_parallel_shard_degree", "value 0 is not a degree", "use -1 (the leftover GPUs) or >= 1");
+        parallelism.failKey("data_parallel_shard_degree", "value 0 is not a degree",
+                            "use -1 (the leftover GPUs) or >= 1");
     c.tp = static_cast<int>(parallelism.integer("tensor_parallel_degree", 1, kMaxDegree).value_or(1));
     c.pp = static_cast<int>(parallelism.integer("pipeline_parallel_degree", 1, kMaxDegree).value_or(1));
     c.cp = static_cast<int>(parallelism.integer("context_parallel_degree", 1, kMaxDegree).value_or(1));
@@ -334,12 +337,12 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
             parallelism.failKey("data_parallel_shard_degree", "-1 (the leftover GPUs) needs the job's world size",
                                 "give the cluster's size (--nodes, --gpus-per-node) or write the degree");
         if (options.world_size % others)
-            parallelism.failKey("data_parallel_shard_degree",
-                                cat("-1: the ", options.world_size, " GPUs do not divide by dp_replicate x cp x tp x pp = ",
-                                    others));
+            parallelism.failKey(
+                "data_parallel_shard_degree",
+                cat("-1: the ", options.world_size, " GPUs do not divide by dp_replicate x cp x tp x pp = ", others));
         shard = options.world_size / others;
-        out.warnings.push_back(cat("data_parallel_shard_degree = -1 resolved to ", shard, " on ", options.world_size,
-                                   " GPUs"));
+        out.warnings.push_back(
+            cat("data_parallel_shard_degree = -1 resolved to ", shard, " on ", options.world_size, " GPUs"));
     }
     if (replicate * shard > kMaxDegree)
         parallelism.failKey("data_parallel_shard_degree", "dp_replicate x dp_shard is too large");
@@ -392,21 +395,29 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
     if (c.pp > 1) {
         const std::string_view key = fqns ? "module_fqns_per_model_part" : "pipeline_parallel_schedule";
         if (stages % c.pp)
-            parallelism.failKey(key, cat(stages, " stages do not divide among pipeline_parallel_degree = ", c.pp,
-                                         " ranks"));
+            parallelism.failKey(key,
+                                cat(stages, " stages do not divide among pipeline_parallel_degree = ", c.pp, " ranks"));
         c.vpp = stages / c.pp;
         if (!schedule.multiStage && c.vpp != 1)
-            parallelism.failKey(key, cat(scheduleName, " runs one stage per rank, but there are ", stages,
-                                         " stages for ", c.pp, " ranks"));
+            parallelism.failKey(
+                key,
+                cat(scheduleName, " runs one stage per rank, but there are ", stages, " stages for ", c.pp, " ranks"));
         if (schedule.multiStage && c.vpp < 2)
-            parallelism.failKey(key, cat(scheduleName, " needs two or more stages per rank, but there are ", stages,
-                                         " stages for ", c.pp, " ranks"));
+            parallelism.failKey(key,
+                                cat(scheduleName, " needs two or more stages per rank, but there are ", stages,
+                                    " stages for ", c.pp, " ranks"));
         c.schedule = schedule.kind;
         if (blocks.empty() && numLayers > 0) {
             if (numLayers + firstLess + lastLess < stages)
                 parallelism.failKey(key, cat(stages, " stages for ", numLayers, " layers"));
             blocks = torchtitanAutoSplit(stages, numLayers, firstLess, lastLess);
         }
+        int listed = 0;
+        for (const int n : blocks)
+            listed += n;
+        if (fqns && options.num_layers > 0 && listed != options.num_layers)
+            out.warnings.push_back(cat("module_fqns_per_model_part lists ", listed,
+                                       " transformer blocks, but the model has ", options.num_layers));
         if (blocks.empty())
             out.warnings.push_back("the stage split is torchtitan's automatic one, which depends on the model's layer "
                                    "count: simulated with Shardscape's default split");
@@ -425,8 +436,9 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
     if (global == -1)
         global = local * c.dp;
     if (global % (local * c.dp))
-        training.failKey("global_batch_size", cat("value ", global, " is not a multiple of local_batch_size x dp = ",
-                                                  local, " x ", c.dp, " (gradient accumulation must be whole)"));
+        training.failKey("global_batch_size",
+                         cat("value ", global, " is not a multiple of local_batch_size x dp = ", local, " x ", c.dp,
+                             " (gradient accumulation must be whole)"));
     const std::int64_t accumulation = global / (local * c.dp);
     std::int64_t micro = local;
     std::int64_t perSchedule = 1;
@@ -465,9 +477,8 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
             c.recompute = RecomputeKind::Selective;
             out.warnings.push_back("per-op selective checkpointing (\"op\") is simulated as Shardscape's selective "
                                    "recomputation (the attention core)");
-        } else if (!option.empty() && std::all_of(option.begin(), option.end(), [](unsigned char ch) {
-                       return std::isdigit(ch);
-                   })) {
+        } else if (!option.empty()
+                   && std::all_of(option.begin(), option.end(), [](unsigned char ch) { return std::isdigit(ch); })) {
             c.recompute = RecomputeKind::Full;
             if (std::stoll(option) != 1)
                 out.warnings.push_back(cat("selective_ac_option = \"", option, "\" checkpoints every ", option,
@@ -478,9 +489,11 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
         }
     } else if (mode == "memory_budget") {
         c.recompute = RecomputeKind::Selective;
-        out.warnings.push_back("activation_checkpoint.mode = \"memory_budget\" is simulated as selective recomputation");
+        out.warnings.push_back(
+            "activation_checkpoint.mode = \"memory_budget\" is simulated as selective recomputation");
     } else {
-        checkpoint.failKey("mode", cat("unknown mode '", mode, "'"), "use \"none\", \"selective\", \"full\" or \"memory_budget\"");
+        checkpoint.failKey("mode", cat("unknown mode '", mode, "'"),
+                           "use \"none\", \"selective\", \"full\" or \"memory_budget\"");
     }
 
     static const std::set<std::string> kModelled {"data_parallel_replicate_degree",
@@ -511,8 +524,9 @@ ImportedConfig importDeepSpeed(const nlohmann::json& doc, const std::string& ori
     JsonFields f(doc, origin);
     if (!f.has("train_batch_size") && !f.has("train_micro_batch_size_per_gpu") && !f.has("gradient_accumulation_steps")
         && !f.has("zero_optimization"))
-        fail(origin, 0, "none of train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps or "
-                        "zero_optimization is present: not a DeepSpeed config");
+        fail(origin, 0,
+             "none of train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps or "
+             "zero_optimization is present: not a DeepSpeed config");
     ImportedConfig out;
     out.format = "deepspeed";
     ParallelConfig& c = out.config;
@@ -567,9 +581,11 @@ ImportedConfig importDeepSpeed(const nlohmann::json& doc, const std::string& ori
     std::int64_t dp = 0;
     if (batch && micro && accumulation) {
         if (*batch % (*micro * *accumulation))
-            f.fail("train_batch_size", cat("value ", *batch, " is not a multiple of train_micro_batch_size_per_gpu x "
-                                           "gradient_accumulation_steps = ",
-                                           *micro, " x ", *accumulation));
+            f.fail("train_batch_size",
+                   cat("value ", *batch,
+                       " is not a multiple of train_micro_batch_size_per_gpu x "
+                       "gradient_accumulation_steps = ",
+                       *micro, " x ", *accumulation));
         dp = *batch / (*micro * *accumulation);
         if (options.world_size > 0 && dp * modelParallel != options.world_size)
             out.warnings.push_back(cat("the config's data parallelism ", dp, " x tp ", c.tp, " x pp ", c.pp,
@@ -585,7 +601,8 @@ ImportedConfig importDeepSpeed(const nlohmann::json& doc, const std::string& ori
         dp = options.world_size / modelParallel;
         const int given = (batch ? 1 : 0) + (micro ? 1 : 0) + (accumulation ? 1 : 0);
         if (given < 2)
-            fail(origin, 0, "give two of train_batch_size, train_micro_batch_size_per_gpu and gradient_accumulation_steps");
+            fail(origin, 0,
+                 "give two of train_batch_size, train_micro_batch_size_per_gpu and gradient_accumulation_steps");
         out.warnings.push_back(cat("data parallelism ", dp, " taken from the ", options.world_size, " GPUs"));
     }
     std::int64_t b = micro.value_or(0);
@@ -648,7 +665,8 @@ Format detect(std::string_view text, std::string_view origin)
     const auto first = text.find_first_not_of(" \t\r\n");
     if (first != std::string_view::npos && text[first] == '{')
         return Format::Json;
-    if (text.find("pretrain_gpt.py") != std::string_view::npos || startsWith(text.substr(first == std::string_view::npos ? 0 : first), "#!"))
+    if (text.find("pretrain_gpt.py") != std::string_view::npos
+        || startsWith(text.substr(first == std::string_view::npos ? 0 : first), "#!"))
         return Format::Script;
     if (text.find("[parallelism]") != std::string_view::npos || text.find("[training]") != std::string_view::npos)
         return Format::Toml;

@@ -54,8 +54,7 @@ std::string exportDeepSpeed(Context& context)
     if (c.cp > 1)
         context.note(cat("DeepSpeed has no context parallelism (sequence_parallel_size is Ulysses all-to-all "
                          "attention, another algorithm): the plan's cp ",
-                         c.cp,
-                         " is not expressed, and train_batch_size counts only the plan's dp = ", c.dp,
+                         c.cp, " is not expressed, and train_batch_size counts only the plan's dp = ", c.dp,
                          " data-parallel ranks"));
 
     doc["activation_checkpointing"] = {{"partition_activations", false},
@@ -78,9 +77,9 @@ std::string exportDeepSpeed(Context& context)
     case RecomputeKind::Modules:
         context.note(cat("DeepSpeed checkpoints whole layers (activation_checkpoint_interval) or what the model code "
                          "wraps with deepspeed.checkpointing.checkpoint: the plan's ",
-                         c.recompute == RecomputeKind::Selective ? std::string("selective (attention-core)")
-                                                                 : cat("per-module (", join(c.recompute_modules, ", "),
-                                                                       ")"),
+                         c.recompute == RecomputeKind::Selective
+                             ? std::string("selective (attention-core)")
+                             : cat("per-module (", join(c.recompute_modules, ", "), ")"),
                          " recomputation must be coded in the model"));
         break;
     }
@@ -92,25 +91,26 @@ std::string exportDeepSpeed(Context& context)
         doc["pipeline"] = {{"stages", c.pp},
                            {"partition", even ? "uniform" : "parameters"},
                            {"activation_checkpoint_interval", interval}};
-        context.note(cat("DeepSpeed takes the pipeline degree and split from the code: PipelineModule(num_stages=",
-                         c.pp, ", partition_method=\"", even ? "uniform" : "parameters",
-                         "\"); pipeline.stages records the degree"));
+        context.note(
+            cat("DeepSpeed takes the pipeline degree and split from the code: PipelineModule(num_stages=", c.pp,
+                ", partition_method=\"", even ? "uniform" : "parameters", "\"); pipeline.stages records the degree"));
         if (!even)
-            context.note(
-                cat("DeepSpeed cannot take per-stage layer counts: the plan's split (",
-                    join([&] {
-                        std::vector<std::string> counts;
-                        for (const int n : context.chunks)
-                            counts.push_back(cat(n));
-                        return counts;
-                    }(),
-                         ", "),
-                    " layers per stage) is approximated by partition_method=\"parameters\""));
+            context.note(cat("DeepSpeed cannot take per-stage layer counts: the plan's split (",
+                             join(
+                                 [&] {
+                                     std::vector<std::string> counts;
+                                     for (const int n : context.chunks)
+                                         counts.push_back(cat(n));
+                                     return counts;
+                                 }(),
+                                 ", "),
+                             " layers per stage) is approximated by partition_method=\"parameters\""));
         if (c.vpp > 1 || c.schedule != ScheduleKind::OneFOneB)
             context.note(cat("DeepSpeed's pipeline engine runs its own 1F1B-like schedule with one stage per rank: the "
                              "plan's ",
-                             scheduleName(c.schedule), c.vpp > 1 ? cat(" with vpp ", c.vpp) : std::string(),
-                             " schedule is not expressed"));
+                             scheduleName(c.schedule), " schedule",
+                             c.vpp > 1 ? cat(" with ", c.vpp, " stages per rank") : std::string(),
+                             " is not expressed"));
     }
     if (c.tp > 1) {
         doc["tensor_parallel"] = {{"autotp_size", c.tp}};

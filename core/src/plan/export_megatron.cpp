@@ -7,7 +7,8 @@
 //   last pipeline rank -> --decoder-first/last-pipeline-num-layers (+ --num-virtual-stages-per-pipeline-rank with
 //   VPP); any other split -> --pipeline-model-parallel-layout, which lists every virtual stage.
 // - ZeRO-1 is --use-distributed-optimizer (--num-distributed-optimizer-instances for zero_ngroups); ZeRO-2/3 are
-//   Megatron-FSDP (--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads / optim_grads_params).
+//   Megatron-FSDP (--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads / optim_grads_params, with the
+//   other flags its user guide requires), which also wants CUDA_DEVICE_MAX_CONNECTIONS unset.
 // - Schedules: Megatron runs 1F1B, or interleaved 1F1B with VPP; GPipe and ZB-H1 are written as 1F1B with a note.
 // - Per-module recomputation maps to --recompute-modules where Megatron has the module (mlp, layernorm, core_attn).
 #include "export_common.h"
@@ -70,8 +71,8 @@ void splitArgs(Context& context, Args& args)
     // Anything else: the layout lists every virtual stage (E embedding, t decoder layer, L loss, | between stages).
     std::vector<std::string> stages;
     for (std::size_t v = 0; v < d.size(); ++v)
-        stages.push_back(cat(v == 0 ? "E" : "", std::string(static_cast<std::size_t>(d[v]), 't'),
-                             v + 1 == d.size() ? "L" : ""));
+        stages.push_back(
+            cat(v == 0 ? "E" : "", std::string(static_cast<std::size_t>(d[v]), 't'), v + 1 == d.size() ? "L" : ""));
     add(args, "--pipeline-model-parallel-layout", join(stages, "|"));
 }
 
@@ -86,11 +87,17 @@ void zeroArgs(Context& context, Args& args)
             add(args, "--num-distributed-optimizer-instances", cat(c.zero_ngroups));
         return;
     }
+    // The flags the Megatron-FSDP user guide requires, with the strategy for the stage.
+    const char* strategy = c.zero_stage == 2 ? "optim_grads" : "optim_grads_params";
     add(args, "--use-megatron-fsdp");
-    add(args, "--data-parallel-sharding-strategy", c.zero_stage == 2 ? "optim_grads" : "optim_grads_params");
-    context.note(cat("ZeRO-", c.zero_stage, " is written as Megatron-FSDP (--use-megatron-fsdp, strategy ",
-                     c.zero_stage == 2 ? "optim_grads" : "optim_grads_params",
-                     "), Megatron's ZeRO-2/3 analogue; checkpoints then need --ckpt-format fsdp_dtensor"));
+    add(args, "--data-parallel-sharding-strategy", strategy);
+    add(args, "--no-gradient-accumulation-fusion");
+    add(args, "--use-distributed-optimizer");
+    add(args, "--ckpt-format", "fsdp_dtensor");
+    context.note(cat("ZeRO-", c.zero_stage, " is written as Megatron-FSDP (--use-megatron-fsdp with strategy ",
+                     strategy,
+                     "), Megatron's ZeRO-2/3 analogue; it wants CUDA_DEVICE_MAX_CONNECTIONS unset, so the script does "
+                     "not set it"));
     if (c.zero_ngroups > 1)
         context.note(cat("zero_ngroups ", c.zero_ngroups, " (hierarchical sharding) is not written for Megatron-FSDP"));
 }

@@ -16,8 +16,10 @@ std::string exportTorchrun(Context& context)
     head.push_back(cat("torchrun launcher for ", shape.nodes, " node", shape.nodes == 1 ? "" : "s", " x ",
                        shape.gpus_per_node, " GPUs (", shape.nodes * shape.gpus_per_node,
                        " processes), c10d rendezvous. Run it on every node"));
-    head.emplace_back("with the same MASTER_ADDR (the host of node 0) and JOB_ID. Without arguments it runs torchtitan");
-    head.emplace_back("with the job config from `shardscape-cli export --format torchtitan` (CONFIG, default plan.toml");
+    head.emplace_back(
+        "with the same MASTER_ADDR (the host of node 0) and JOB_ID. Without arguments it runs torchtitan");
+    head.emplace_back(
+        "with the job config from `shardscape-cli export --format torchtitan` (CONFIG, default plan.toml");
     head.emplace_back("next to this script); with arguments it runs them instead, e.g.");
     head.emplace_back("  ./launch.sh train.py --my-option 1");
     head.emplace_back("  ./launch.sh -m torchtitan.train --job.config_file other.toml");

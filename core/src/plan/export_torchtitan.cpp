@@ -4,7 +4,7 @@
 // - ZeRO-1/ZeRO-2: torchtitan's data parallelism is DDP (replicate) or FSDP2 (shard, which is ZeRO-3). ZeRO 0 is
 //   data_parallel_replicate_degree = dp, ZeRO 3 is data_parallel_shard_degree = dp with fsdp_reshard_after_forward
 //   "always"; ZeRO 1/2 become FSDP with "never" (parameters stay gathered from forward to backward: ZeRO-2-like
-//   traffic, less memory than ZeRO-1/2) and a note.
+//   traffic, no more memory than ZeRO-1/2) and a note.
 // - DDP is only allowed without TP/PP/CP (torchtitan raises "DDP has not supported > 1D parallelism"): ZeRO 0 with
 //   other parallelism is written as FSDP with "never" and a note.
 // - TP always shards activations along the sequence (Megatron SP); a plan without SP gets a note.
@@ -77,9 +77,11 @@ Table modelTable(Context& context)
         return {"model", {text("name", "llama3"), text("flavor", name)}};
     }
     const TransformerShape& t = *context.model.transformer;
-    const std::string shape = cat("dim ", t.hidden, ", n_layers ", t.num_layers, ", n_heads ", t.num_heads,
-                                  ", n_kv_heads ", t.num_kv_heads, ", FFN hidden ", t.ffn_hidden, ", vocab_size ",
-                                  t.vocab);
+    const std::string shape
+        = cat("dim ", t.hidden, ", n_layers ", t.num_layers, ", n_heads ", t.num_heads, ", n_kv_heads ", t.num_kv_heads,
+              ", FFN hidden ", t.ffn_hidden,
+              t.num_experts > 0 ? cat(" per expert, ", t.num_experts, " experts, top-", t.top_k) : "", ", vocab_size ",
+              t.vocab);
     if (t.family == "llama" || t.family == "mistral") {
         const std::string flavor = llama3Flavor(t);
         if (!flavor.empty())
@@ -89,7 +91,8 @@ Table modelTable(Context& context)
         return {"model", {text("name", "llama3"), text("flavor", name, "register this flavor (see the notes)")}};
     }
     context.note(cat("torchtitan has no ", t.family, " model: [model] names '", t.family,
-                     "', which you must register (", shape, "); the stage split uses llama3's module names"));
+                     "', which you must register (", shape, ")",
+                     context.config().pp > 1 ? "; the stage split uses llama3's module names" : ""));
     return {"model", {text("name", t.family), text("flavor", name)}};
 }
 
@@ -125,7 +128,7 @@ std::vector<Value> dataParallel(Context& context)
             context.note(cat("torchtitan has no ZeRO-", c.zero_stage,
                              ": its FSDP2 shards parameters too (ZeRO-3); written with fsdp_reshard_after_forward = "
                              "\"never\", which keeps them gathered from forward to backward (ZeRO-2-like traffic, "
-                             "less memory than ZeRO-",
+                             "no more memory than ZeRO-",
                              c.zero_stage, ")"));
         if (c.cp > 1 && c.zero_stage < 3)
             context.note("torchtitan shards parameters over the cp ranks (FSDP) whenever context_parallel_degree > 1");
@@ -180,7 +183,17 @@ std::optional<Value> stageSplit(Context& context)
             names.push_back(tomlString("norm"));
             names.push_back(tomlString("output"));
         }
-        toml += cat("    [", join(names, ", "), "],\n");
+        // One list per stage, wrapped at 120 columns (TOML allows newlines inside arrays).
+        std::string line = "    [";
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            const std::string item = names[i] + (i + 1 < names.size() ? "," : "],");
+            if (line.size() > 5 && line.size() + 1 + item.size() > 120) {
+                toml += line + "\n";
+                line = "     ";
+            }
+            line += (line.size() > 5 ? " " : "") + item;
+        }
+        toml += line + "\n";
     }
     toml += "]";
     return Value {"module_fqns_per_model_part", toml, std::nullopt, {}};

@@ -91,7 +91,9 @@ Reevaluation reevaluate(const LoadedPlan& plan, const ModelGraph& graph, const C
     workload.global_batch = plan.global_batch;
     workload.seq_len = plan.seq_len;
     // The plan's limit holds for its own device; on another one, that device's capacity.
-    if (cluster.fingerprint() == plan.cluster_fingerprint)
+    // (0 = the device's capacity, which GB -> bytes -> GB might not reproduce to the bit.)
+    if (cluster.fingerprint() == plan.cluster_fingerprint
+        && plan.metrics.memory_limit_gb != cluster.device.memory_bytes / units::kGB)
         workload.memory_limit_bytes = plan.metrics.memory_limit_gb * units::kGB;
     EvaluateOptions options;
     options.record_timeline = timeline;
@@ -145,7 +147,8 @@ std::string exportChromeTrace(exporting::Context& context, const SimulationResul
     other["generator"] = "Shardscape";
     other["header"] = header;
     other["model"] = context.modelName();
-    other["cluster"] = cat(context.cluster.nodes, " x ", context.cluster.gpus_per_node, " ", context.cluster.device.name);
+    other["cluster"]
+        = cat(context.cluster.nodes, " x ", context.cluster.gpus_per_node, " ", context.cluster.device.name);
     other["config"] = context.config().describe();
     other["predicted_step_time_s"] = context.plan.metrics.step_time_s;
     other["predicted_mfu"] = context.plan.metrics.mfu;
@@ -174,8 +177,8 @@ std::string exportDump(const exporting::Context& context)
         }
         e.stages.push_back(std::move(stage));
     }
-    return exporting::commentBlock(exporting::headerLines(context, "MoAI-style dump"), "# ")
-        + selectedConfigLine(e) + "\n";
+    return exporting::commentBlock(exporting::headerLines(context, "MoAI-style dump"), "# ") + selectedConfigLine(e)
+        + "\n";
 }
 
 } // namespace
@@ -255,8 +258,8 @@ Context makeContext(const LoadedPlan& plan, const ModelGraph& model, const Clust
     Context context {plan, model, cluster, plan.resolved_stage_layers, {}, {}};
     const ParallelConfig& c = plan.config;
     if (static_cast<int>(context.chunks.size()) != c.pp * c.vpp)
-        throw InputError(cat("the plan has ", context.chunks.size(), " stage layer counts, expected pp x vpp = ",
-                             c.pp * c.vpp));
+        throw InputError(
+            cat("the plan has ", context.chunks.size(), " stage layer counts, expected pp x vpp = ", c.pp * c.vpp));
     if (model.transformer && plan.num_layers == model.transformer->num_layers + 2) {
         // [embedding, block 0 .. block L-1, head]: the embedding opens chunk 0 and the head closes the last chunk.
         context.blocks = context.chunks;
@@ -265,6 +268,8 @@ Context makeContext(const LoadedPlan& plan, const ModelGraph& model, const Clust
         if (std::any_of(context.blocks.begin(), context.blocks.end(), [](int n) { return n < 0; }))
             context.blocks.clear();
     }
+    if (!plan.metrics.feasible)
+        context.note(cat("the plan does not fit as recorded (", plan.metrics.reason, "): exported as it is"));
     if (cluster.fingerprint() != plan.cluster_fingerprint)
         context.note(cat("the cluster (", cluster.nodes, " x ", cluster.gpus_per_node, " ", cluster.device.name,
                          ") differs from the plan's (", plan.cluster.nodes, " x ", plan.cluster.gpus_per_node, " ",
@@ -284,9 +289,8 @@ std::vector<std::string> headerLines(const Context& context, std::string_view wh
     lines.push_back(cat("Plan: ", c.describe(), "; global batch ", plan.global_batch, " x ", plan.seq_len,
                         " tokens on ", c.worldSize(), " GPUs"));
     if (m.feasible) {
-        const double peak = m.peak_memory_gb.empty()
-            ? 0
-            : *std::max_element(m.peak_memory_gb.begin(), m.peak_memory_gb.end());
+        const double peak
+            = m.peak_memory_gb.empty() ? 0 : *std::max_element(m.peak_memory_gb.begin(), m.peak_memory_gb.end());
         lines.push_back(cat("Predicted: step time ", fixed(m.step_time_s, 3), " s, MFU ", fixed(100 * m.mfu, 1),
                             " %, HFU ", fixed(100 * m.hfu, 1), " %, ", fixed(m.tokens_per_s, 0),
                             " tokens/s, peak memory ", fixed(peak, 1), " GB per GPU (", m.cost_source, ")"));

@@ -291,7 +291,8 @@ public:
             bool firstPiece = true;
             while (pos <= text.size()) {
                 const auto space = text.find_first_of(" \t\n", pos);
-                const std::string piece = text.substr(pos, space == std::string::npos ? std::string::npos : space - pos);
+                const std::string piece
+                    = text.substr(pos, space == std::string::npos ? std::string::npos : space - pos);
                 if (!firstPiece && !fields.back().text.empty())
                     fields.push_back({std::string(), word.line});
                 fields.back().text += piece;
@@ -631,7 +632,8 @@ std::vector<int> megatronBlocks(const MegatronArgs& args, int layers, int pp, in
             total += t;
             if (stage.find('m') != std::string::npos)
                 out.warnings.push_back("multi-token prediction layers (m) in the layout are not modelled");
-            if ((stage.find('E') != std::string::npos && s != 0) || (stage.find('L') != std::string::npos && s + 1 != count))
+            if ((stage.find('E') != std::string::npos && s != 0)
+                || (stage.find('L') != std::string::npos && s + 1 != count))
                 out.warnings.push_back("the layout puts the embedding or the loss away from the first or last stage: "
                                        "Shardscape keeps them there");
         }
@@ -643,9 +645,9 @@ std::vector<int> megatronBlocks(const MegatronArgs& args, int layers, int pp, in
     if (perStage) {
         const std::int64_t n = *args.integer("--num-layers-per-virtual-pipeline-stage", 1, kMaxLayers);
         if (layers % pp || (layers / pp) % n)
-            args.failFlag("--num-layers-per-virtual-pipeline-stage",
-                          cat("--num-layers ", layers, " / --pipeline-model-parallel-size ", pp,
-                              " is not a multiple of ", n));
+            args.failFlag(
+                "--num-layers-per-virtual-pipeline-stage",
+                cat("--num-layers ", layers, " / --pipeline-model-parallel-size ", pp, " is not a multiple of ", n));
         vpp = static_cast<int>(layers / pp / n);
     } else if (perRank) {
         vpp = static_cast<int>(*args.integer("--num-virtual-stages-per-pipeline-rank", 1, kMaxLayers));
@@ -673,16 +675,18 @@ std::vector<int> megatronBlocks(const MegatronArgs& args, int layers, int pp, in
         }
         const std::string flag = first ? "--decoder-first-pipeline-num-layers" : "--decoder-last-pipeline-num-layers";
         if (rest < 0 || (others == 0 && rest != 0) || (others > 0 && rest % others))
-            args.failFlag(flag, cat("the other ", others, " pipeline ranks cannot share the remaining ", rest,
-                                    " of --num-layers ", layers, " evenly"));
+            args.failFlag(flag,
+                          cat("the other ", others, " pipeline ranks cannot share the remaining ", rest,
+                              " of --num-layers ", layers, " evenly"));
         for (auto& n : perRankLayers)
             if (n < 0)
                 n = others > 0 ? rest / others : 0;
         std::vector<int> blocks(static_cast<std::size_t>(stages), 0);
         for (int r = 0; r < pp; ++r) {
             if (perRankLayers[static_cast<std::size_t>(r)] % vpp)
-                args.failFlag(flag, cat("pipeline rank ", r, "'s ", perRankLayers[static_cast<std::size_t>(r)],
-                                        " layers do not divide into ", vpp, " virtual stages"));
+                args.failFlag(flag,
+                              cat("pipeline rank ", r, "'s ", perRankLayers[static_cast<std::size_t>(r)],
+                                  " layers do not divide into ", vpp, " virtual stages"));
             for (int k = 0; k < vpp; ++k)
                 blocks[static_cast<std::size_t>(k * pp + r)]
                     = static_cast<int>(perRankLayers[static_cast<std::size_t>(r)] / vpp);
@@ -694,8 +698,9 @@ std::vector<int> megatronBlocks(const MegatronArgs& args, int layers, int pp, in
     const int loss = args.has("--account-for-loss-in-pipeline-split") ? 1 : 0;
     const int effective = layers + embedding + loss;
     if (effective % stages)
-        args.failFlag("--num-layers", cat(layers, embedding + loss ? " layers (with the embedding and loss counted)" : " layers",
-                                          " do not divide into pp x vpp = ", stages, " stages"),
+        args.failFlag("--num-layers",
+                      cat(layers, embedding + loss ? " layers (with the embedding and loss counted)" : " layers",
+                          " do not divide into pp x vpp = ", stages, " stages"),
                       "Megatron needs an even split, or --decoder-first/last-pipeline-num-layers");
     std::vector<int> blocks(static_cast<std::size_t>(stages), effective / stages);
     blocks.front() -= embedding;
@@ -714,8 +719,9 @@ std::optional<RecomputeKind> recomputeFrom(const MegatronArgs& args, ParallelCon
         const std::string method = args.string("--recompute-method").value_or("uniform");
         const std::int64_t n = args.integer("--recompute-num-layers", 1, kMaxLayers).value_or(1);
         if (method != "uniform" || n != 1)
-            out.warnings.push_back(cat("--recompute-method ", method, " --recompute-num-layers ", n,
-                                       " recomputes some of the layers: simulated as full recomputation of every layer"));
+            out.warnings.push_back(
+                cat("--recompute-method ", method, " --recompute-num-layers ", n,
+                    " recomputes some of the layers: simulated as full recomputation of every layer"));
         return RecomputeKind::Full;
     }
     if (*granularity != "selective")
@@ -752,9 +758,8 @@ TransformerShape modelFrom(const MegatronArgs& args)
     t.num_layers = *args.integer("--num-layers", 1, kMaxLayers);
     t.hidden = *args.integer("--hidden-size", 1, kMaxSize);
     t.num_heads = *args.integer("--num-attention-heads", 1, kMaxSize);
-    t.num_kv_heads = args.has("--group-query-attention")
-        ? args.integer("--num-query-groups", 1, kMaxSize).value_or(1)
-        : t.num_heads;
+    t.num_kv_heads = args.has("--group-query-attention") ? args.integer("--num-query-groups", 1, kMaxSize).value_or(1)
+                                                         : t.num_heads;
     t.head_dim = args.integer("--kv-channels", 1, kMaxSize).value_or(t.hidden / t.num_heads);
     t.gated_mlp = args.has("--swiglu");
     // Megatron's default FFN size (validate_args).
@@ -824,8 +829,9 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
     std::int64_t world = std::int64_t {out.nodes} * out.gpus_per_node;
     if (world == 0) {
         if (options.world_size <= 0)
-            fail(origin, 0, "the launcher line does not give --nnodes and --nproc-per-node, so the world size is "
-                            "unknown",
+            fail(origin, 0,
+                 "the launcher line does not give --nnodes and --nproc-per-node, so the world size is "
+                 "unknown",
                  "add them to the torchrun line or give the cluster's size (--nodes, --gpus-per-node)");
         world = options.world_size;
         out.warnings.push_back(cat("the script does not give the world size: ", world, " GPUs assumed"));
@@ -843,8 +849,8 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
     const std::int64_t perStep = *micro * c.dp;
     const std::int64_t global = args.integer("--global-batch-size", 1, kMaxBatch).value_or(perStep);
     if (global % perStep)
-        args.failFlag("--global-batch-size", cat("value ", global, " is not a multiple of micro-batch x DP = ", *micro,
-                                                 " x ", c.dp));
+        args.failFlag("--global-batch-size",
+                      cat("value ", global, " is not a multiple of micro-batch x DP = ", *micro, " x ", c.dp));
     if (args.has("--rampup-batch-size"))
         out.warnings.push_back("--rampup-batch-size: simulated at the full global batch");
     if (global / perStep > std::numeric_limits<int>::max() || *micro > std::numeric_limits<int>::max())
@@ -873,7 +879,8 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
     // ZeRO: the distributed optimizer is ZeRO-1; Megatron-FSDP's strategies are ZeRO 0 to 3; torch FSDP2 is ZeRO-3.
     if (args.has("--use-megatron-fsdp") || args.has("--use-custom-fsdp")) {
         const std::string strategy = args.string("--data-parallel-sharding-strategy").value_or("no_shard");
-        const std::map<std::string, int> stages {{"no_shard", 0}, {"optim", 1}, {"optim_grads", 2}, {"optim_grads_params", 3}};
+        const std::map<std::string, int> stages {
+            {"no_shard", 0}, {"optim", 1}, {"optim_grads", 2}, {"optim_grads_params", 3}};
         const auto it = stages.find(strategy);
         if (it == stages.end())
             args.failFlag("--data-parallel-sharding-strategy", cat("unknown strategy '", strategy, "'"),
@@ -899,12 +906,14 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
 
     // What the simulation does not model.
     if (const auto etp = args.integer("--expert-tensor-parallel-size", 1, kMaxDegree); etp && *etp != c.tp)
-        out.warnings.push_back(cat("--expert-tensor-parallel-size ", *etp, " differs from TP: simulated with the "
+        out.warnings.push_back(cat("--expert-tensor-parallel-size ", *etp,
+                                   " differs from TP: simulated with the "
                                    "experts split by TP"));
     if (const auto comm = args.list("--cp-comm-type"); !comm.empty() && comm != std::vector<std::string> {"p2p"})
         out.warnings.push_back(cat("--cp-comm-type ", join(comm, " "), ": simulated as the p2p ring"));
-    for (const char* flag : {"--hierarchical-context-parallel-sizes", "--fp8-format", "--overlap-param-gather-with-optimizer-step",
-                             "--distribute-saved-activations", "--no-overlap-p2p-communication"})
+    for (const char* flag :
+         {"--hierarchical-context-parallel-sizes", "--fp8-format", "--overlap-param-gather-with-optimizer-step",
+          "--distribute-saved-activations", "--no-overlap-p2p-communication"})
         if (args.has(flag))
             out.warnings.push_back(cat(flag, " is not modelled"));
 

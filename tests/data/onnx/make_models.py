@@ -14,6 +14,8 @@ Needs Debian's python3-torch (1.13) and python3-onnx (1.12): run it with /usr/bi
   control_flow.onnx          An If node named "route_if" (control flow is rejected, naming the node).
   external_absolute.onnx     An initializer whose external-data location is absolute (must be rejected).
   external_dotdot.onnx       An initializer whose external-data location climbs out with ".." (must be rejected).
+  fused_ops.onnx             com.microsoft Attention (with its q/k/v weight) and SkipLayerNormalization as ONNX
+                             Runtime's optimizer writes them, and a custom com.example:FancyOp (kept as unknown).
 
 *.config.json describe the same architectures as Hugging Face configs, so the HF builder can build them too.
 Every model takes input_ids and labels [batch, sequence] (symbolic) and returns the mean cross-entropy loss.
@@ -23,6 +25,7 @@ import math
 import os
 
 import onnx
+import onnx.numpy_helper
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -295,6 +298,32 @@ def small_models():
                   os.path.join(HERE, f"{name}.onnx"))
 
 
+def fused_model():
+    """Fused attention and norm nodes as ONNX Runtime's transformer optimizer writes them, plus a custom op."""
+    h, heads = 64, 4
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence", h])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "sequence", h])
+    rng = torch.Generator().manual_seed(1)
+
+    def weight(name, *dims):
+        return onnx.numpy_helper.from_array(torch.randn(*dims, generator=rng).numpy(), name)
+
+    inits = [weight("layer.attention.qkv.weight", h, 3 * h), weight("layer.attention.qkv.bias", 3 * h),
+             weight("layer.norm.weight", h), weight("layer.norm.bias", h), weight("layer.out.weight", h, h)]
+    nodes = [
+        helper.make_node("Attention", ["x", "layer.attention.qkv.weight", "layer.attention.qkv.bias"], ["ctx"],
+                         name="/layer/attention/Attention", domain="com.microsoft", num_heads=heads),
+        helper.make_node("SkipLayerNormalization", ["ctx", "x", "layer.norm.weight", "layer.norm.bias"], ["normed"],
+                         name="/layer/norm/SkipLayerNormalization", domain="com.microsoft"),
+        helper.make_node("FancyOp", ["normed"], ["fancy"], name="/layer/fancy/FancyOp", domain="com.example"),
+        helper.make_node("MatMul", ["fancy", "layer.out.weight"], ["y"], name="/layer/out/MatMul"),
+    ]
+    graph = helper.make_graph(nodes, "fused", [x], [y], initializer=inits)
+    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1),
+              helper.make_opsetid("com.example", 1)]
+    onnx.save(helper.make_model(graph, opset_imports=opsets), os.path.join(HERE, "fused_ops.onnx"))
+
+
 def main():
     torch.manual_seed(0)
     gpt = GptLMHeadModel(GPT)
@@ -323,6 +352,7 @@ def main():
         "mlp_bias": False, "_attn_implementation": "eager"})
 
     small_models()
+    fused_model()
 
 
 if __name__ == "__main__":

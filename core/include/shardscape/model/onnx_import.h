@@ -29,7 +29,8 @@ struct OnnxImportReport
     std::int64_t folded_nodes = 0;
     int norms_fused = 0; ///< decomposed LayerNorm / RMSNorm node chains folded into one Norm op
     int attention_cores = 0; ///< MatMul-Softmax-MatMul patterns and fused attention nodes
-    std::int64_t estimated_shapes = 0; ///< values whose shape ONNX inference did not give (estimated or 1)
+    std::int64_t estimated_shapes = 0; ///< values ONNX inference gave no shape, estimated from their inputs
+    std::int64_t unknown_shapes = 0; ///< values with no shape at all, counted as one element (with a warning)
 };
 
 /** The graph and its report. */

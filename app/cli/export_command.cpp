@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+// `export`: writes a saved plan for another framework (or as a trace or dump); the work happens in core's exporters.
+#include "cli_common.h"
+#include "commands.h"
+
+#include "shardscape/hardware/cluster.h"
+#include "shardscape/model/model_source.h"
+#include "shardscape/plan/exporters.h"
+#include "shardscape/plan/plan_file.h"
+#include "shardscape/support/atomic_file.h"
+#include "shardscape/support/error.h"
+#include "shardscape/support/strings.h"
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+namespace shardscape::cli {
+
+namespace {
+
+struct ExportOptions
+{
+    std::string plan;
+    std::string format;
+    std::string out;
+    std::string model;
+    std::string cluster;
+    int nodes = 0;
+    int gpus_per_node = 0;
+};
+
+std::string formatNames()
+{
+    std::vector<std::string> names;
+    for (const auto target : exportTargets())
+        names.emplace_back(exportTargetName(target));
+    return join(names, ", ");
+}
+
+int runExport(const ExportOptions& o)
+{
+    const auto target = parseExportTarget(o.format);
+    if (!target)
+        throw InputError(cat("unknown format '", o.format, "'"), "choose " + formatNames());
+    const LoadedPlan plan = loadPlanFile(o.plan);
+
+    const std::string modelSpec = o.model.empty() ? plan.model_spec : o.model;
+    if (modelSpec.empty())
+        throw InputError(cat(o.plan, " does not record the model it was made for"), "pass --model");
+    BuildOptions build;
+    build.batch = plan.config.micro_batch;
+    build.seq_len = plan.seq_len;
+    const ModelGraph graph = loadModel(modelSpec, build);
+
+    Cluster cluster = plan.cluster;
+    if (!o.cluster.empty()) {
+        cluster = loadCluster(o.cluster, o.nodes, o.gpus_per_node);
+    } else {
+        if (o.nodes > 0)
+            cluster.nodes = o.nodes;
+        if (o.gpus_per_node > 0)
+            cluster.gpus_per_node = o.gpus_per_node;
+    }
+
+    const ExportResult result = exportPlan(*target, plan, graph, cluster);
+    for (const auto& note : result.notes)
+        std::cerr << "note: " << note << '\n';
+    if (o.out == "-") {
+        std::cout << result.text;
+        return kExitOk;
+    }
+    writeFileAtomic(o.out, result.text);
+    if (*target == ExportTarget::Megatron || *target == ExportTarget::Torchrun) {
+        // Launch scripts are run directly.
+        namespace fs = std::filesystem;
+        std::error_code ignored;
+        fs::permissions(o.out, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                        fs::perm_options::add, ignored);
+    }
+    std::cout << "wrote " << exportTargetName(*target) << " export of " << o.plan << " to " << o.out << '\n';
+    return kExitOk;
+}
+
+} // namespace
+
+void addExportCommand(CLI::App& app, CommandAction& action)
+{
+    auto o = std::make_shared<ExportOptions>();
+    auto* cmd = app.add_subcommand("export", "Write a saved plan as a framework config, launcher, trace or dump");
+    cmd->add_option("--plan,-p", o->plan,
+                    "plan file (shardscape.plan/1, from plan --save-plan or simulate --save-plan)")
+        ->required();
+    cmd->add_option("--format,-f", o->format, "what to write: " + formatNames())->required();
+    cmd->add_option("--out,-o", o->out, "output file ('-' for stdout); written atomically")->required();
+    cmd->add_option("--model,-m", o->model, "the model (default: the one the plan records)");
+    cmd->add_option("--cluster,-c", o->cluster, "device preset or cluster .json to launch on (default: the plan's)");
+    cmd->add_option("--nodes", o->nodes, "nodes (overrides the cluster's)")->check(CLI::Range(1, 100'000));
+    cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (overrides the cluster's)")
+        ->check(CLI::Range(1, 1024));
+    cmd->footer("What a format cannot express is printed as 'note: ...' lines on stderr and written into the file "
+                "as comments where the format has them.");
+    cmd->callback([&action, o] { action = [o] { return runExport(*o); }; });
+}
+
+} // namespace shardscape::cli

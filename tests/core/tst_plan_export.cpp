@@ -1,0 +1,873 @@
+// SPDX-License-Identifier: MIT
+// Exporters and re-import: golden files for every target on two plans (llama2-7b tp2 pp2 dp2 ZeRO-1 selective 1F1B;
+// llama2-70b tp8 pp4 vpp2 SP interleaved full recompute ZeRO-3 with uneven stages), round trips
+// export -> importJobConfig -> the same parallel configuration wherever the target can express it, the plan JSON
+// round trip, `bash -n` on the scripts, the DeepSpeed batch identity, Python's tomllib on the TOML, the notes for
+// what a target cannot express, and malformed input rejected with the file and line named.
+// SHARDSCAPE_UPDATE_GOLDEN=1 rewrites the golden files from the current output (then read the diff!).
+#include "shardscape/cost/cost_model.h"
+#include "shardscape/model/model_source.h"
+#include "shardscape/plan/config_import.h"
+#include "shardscape/plan/exporters.h"
+#include "shardscape/plan/plan_file.h"
+#include "shardscape/support/error.h"
+#include "shardscape/support/strings.h"
+
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+using namespace shardscape;
+using nlohmann::json;
+
+namespace {
+
+const std::filesystem::path kGoldenDir = std::filesystem::path(SHARDSCAPE_SOURCE_DIR) / "tests/data/export";
+
+/** A plan as the exporters get it, with the model and cost model it was made on. */
+struct PlanCase
+{
+    std::shared_ptr<const ModelGraph> graph;
+    std::unique_ptr<CostModel> model;
+    Evaluation evaluation;
+    json doc; ///< planToJson
+    LoadedPlan plan; ///< planFromJson(doc)
+};
+
+std::unique_ptr<PlanCase> makeCase(const std::string& preset, int nodes, const ParallelConfig& config,
+                                   std::int64_t seqLen = 4096)
+{
+    auto c = std::make_unique<PlanCase>();
+    BuildOptions build;
+    build.batch = config.micro_batch;
+    build.seq_len = seqLen;
+    c->graph = std::make_shared<const ModelGraph>(loadModel(preset, build));
+    c->model = std::make_unique<CostModel>(c->graph, loadCluster("h100-sxm", nodes, 8));
+    Workload workload;
+    workload.global_batch = config.globalBatch();
+    workload.seq_len = seqLen;
+    EvaluateOptions options;
+    options.record_timeline = true;
+    options.require_full_cluster = false;
+    c->evaluation = c->model->evaluate(config, workload, options);
+    PlanFileContext context;
+    context.global_batch = config.globalBatch();
+    context.seq_len = seqLen;
+    context.model_name = preset;
+    context.model_spec = preset;
+    context.created_by = "tst_plan_export";
+    context.version = "test";
+    c->doc = planToJson(c->evaluation, *c->model, context);
+    c->plan = planFromJson(c->doc, preset);
+    return c;
+}
+
+ParallelConfig llama7bConfig()
+{
+    ParallelConfig c;
+    c.tp = 2;
+    c.pp = 2;
+    c.dp = 2;
+    c.micro_batch = 1;
+    c.num_microbatches = 8;
+    c.zero_stage = 1;
+    c.recompute = RecomputeKind::Selective;
+    c.schedule = ScheduleKind::OneFOneB;
+    return c;
+}
+
+ParallelConfig llama70bConfig()
+{
+    ParallelConfig c;
+    c.tp = 8;
+    c.pp = 4;
+    c.vpp = 2;
+    c.dp = 2;
+    c.micro_batch = 1;
+    c.num_microbatches = 8;
+    c.zero_stage = 3;
+    c.sequence_parallel = true;
+    c.recompute = RecomputeKind::Full;
+    c.schedule = ScheduleKind::Interleaved1F1B;
+    // Ranks 0 and 3 carry 9 blocks per chunk (plus the embedding / the head), ranks 1 and 2 carry 11.
+    c.stage_layers = {10, 11, 11, 9, 9, 11, 11, 10};
+    return c;
+}
+
+/** The two golden plans, built once. */
+const PlanCase& planCase(const std::string& name)
+{
+    static std::map<std::string, std::unique_ptr<PlanCase>> cases;
+    auto& slot = cases[name];
+    if (!slot)
+        slot = name == "llama2-7b" ? makeCase("llama2-7b", 1, llama7bConfig())
+                                   : makeCase("llama2-70b", 8, llama70bConfig());
+    return *slot;
+}
+
+std::string goldenName(const std::string& plan, ExportTarget target)
+{
+    const std::string kind = target == ExportTarget::Json ? ".plan"
+        : target == ExportTarget::ChromeTrace             ? ".trace"
+        : target == ExportTarget::Dump                    ? ""
+                                                          : "." + std::string(exportTargetName(target));
+    return plan + kind + std::string(exportTargetSuffix(target));
+}
+
+std::string readFile(const std::filesystem::path& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+void writeFile(const std::filesystem::path& path, const std::string& text)
+{
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+}
+
+/** The predicted numbers belong to the cost model, not to the exporters: a "Predicted:" line keeps its words only. */
+std::string normalizeText(const std::string& text)
+{
+    static const std::regex predicted("Predicted:[^\\n\"]*");
+    static const std::regex number("[0-9]+(\\.[0-9]+)?");
+    std::string out;
+    std::size_t last = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), predicted); it != std::sregex_iterator(); ++it) {
+        out += text.substr(last, static_cast<std::size_t>(it->position()) - last);
+        out += std::regex_replace(it->str(), number, "#");
+        last = static_cast<std::size_t>(it->position() + it->length());
+    }
+    return out + text.substr(last);
+}
+
+/** Same for JSON: every non-integer number is a prediction or a timing. */
+json normalizeJson(json doc)
+{
+    if (doc.is_number_float())
+        return 0.0;
+    if (doc.is_string())
+        return normalizeText(doc.get<std::string>());
+    if (doc.is_array() || doc.is_object())
+        for (auto& item : doc)
+            item = normalizeJson(item);
+    return doc;
+}
+
+bool isJsonTarget(ExportTarget target)
+{
+    return target == ExportTarget::Json || target == ExportTarget::DeepSpeed || target == ExportTarget::ChromeTrace;
+}
+
+/** The first line where two texts differ, for a readable failure. */
+std::string firstDifference(const std::string& a, const std::string& b)
+{
+    std::istringstream ia(a);
+    std::istringstream ib(b);
+    std::string la;
+    std::string lb;
+    for (int line = 1;; ++line) {
+        const bool ea = !std::getline(ia, la);
+        const bool eb = !std::getline(ib, lb);
+        if (ea && eb)
+            return "(no difference)";
+        if (ea || eb || la != lb)
+            return "line " + std::to_string(line) + ":\n  golden: " + (ea ? "<end>" : la)
+                + "\n  actual: " + (eb ? "<end>" : lb);
+    }
+}
+
+std::string errorOf(const std::function<void()>& f)
+{
+    try {
+        f();
+    } catch (const InputError& e) {
+        return e.message();
+    }
+    return "(no error)";
+}
+
+ExportResult exportCase(const std::string& name, ExportTarget target)
+{
+    const PlanCase& c = planCase(name);
+    return exportPlan(target, c.plan, *c.graph, c.plan.cluster,
+                      target == ExportTarget::ChromeTrace ? c.evaluation.simulation.get() : nullptr);
+}
+
+/** Runs a program; returns its exit code (-1 when it could not start) and its output. */
+int run(const QString& program, const QStringList& arguments, QByteArray* output = nullptr)
+{
+    QProcess process;
+    process.setProcessChannelMode(QProcess::MergedChannels);
+    process.start(program, arguments);
+    if (!process.waitForStarted(10'000))
+        return -1;
+    process.waitForFinished(60'000);
+    if (output)
+        *output = process.readAll();
+    return process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+}
+
+/**
+ * What a target can express of a configuration: the configuration its export reads back as. The differences
+ * are exactly the notes the exporters write (tested in notesSayWhatIsLost).
+ */
+ParallelConfig representable(ExportTarget target, const LoadedPlan& plan)
+{
+    ParallelConfig c = plan.config;
+    c.stage_layers = plan.resolved_stage_layers;
+    if (c.pp * c.vpp == 1)
+        c.stage_layers.clear(); // one chunk holds everything: there is no split to write
+    switch (target) {
+    case ExportTarget::Torchtitan:
+        c.sequence_parallel = c.tp > 1; // TP always shards the sequence
+        if (c.dp * c.cp == 1)
+            c.zero_stage = 0; // nothing to shard over
+        else if (c.zero_stage == 1 || c.zero_stage == 2 || (c.zero_stage == 0 && (c.tp > 1 || c.pp > 1 || c.cp > 1)))
+            c.zero_stage = 2; // FSDP2 without resharding after forward
+        if (c.schedule == ScheduleKind::ZeroBubbleH1)
+            c.schedule = ScheduleKind::OneFOneB;
+        if (c.recompute == RecomputeKind::Modules)
+            c.recompute = RecomputeKind::Selective; // per-op SAC
+        break;
+    case ExportTarget::Megatron:
+        if (c.dp * c.cp == 1)
+            c.zero_stage = 0; // nothing to shard over
+        if (c.schedule == ScheduleKind::GPipe || c.schedule == ScheduleKind::ZeroBubbleH1)
+            c.schedule = ScheduleKind::OneFOneB;
+        break;
+    case ExportTarget::DeepSpeed:
+        c.sequence_parallel = false;
+        c.vpp = 1;
+        if (c.pp > 1) {
+            c.schedule = ScheduleKind::OneFOneB;
+            c.zero_stage = std::min(c.zero_stage, 1);
+        }
+        c.recompute = c.recompute == RecomputeKind::Full && c.pp > 1 ? RecomputeKind::Full : RecomputeKind::None;
+        c.stage_layers.clear(); // the split is decided in code
+        break;
+    default:
+        break;
+    }
+    return c;
+}
+
+/** More plan shapes for the round trips: pure DP, CP, ZB-H1 with an uneven split, GPipe with module recompute,
+    and Mixtral with expert parallelism. */
+const std::vector<std::pair<std::string, ParallelConfig>>& variantConfigs()
+{
+    static const std::vector<std::pair<std::string, ParallelConfig>> configs = [] {
+        std::vector<std::pair<std::string, ParallelConfig>> out;
+        ParallelConfig dp;
+        dp.dp = 8;
+        dp.num_microbatches = 4;
+        out.emplace_back("llama2-7b", dp);
+
+        ParallelConfig cp;
+        cp.tp = 2;
+        cp.cp = 2;
+        cp.dp = 2;
+        cp.num_microbatches = 8;
+        cp.zero_stage = 3;
+        cp.sequence_parallel = true;
+        cp.recompute = RecomputeKind::Full;
+        out.emplace_back("llama2-7b", cp);
+
+        ParallelConfig zb;
+        zb.pp = 4;
+        zb.dp = 2;
+        zb.micro_batch = 2;
+        zb.num_microbatches = 8;
+        zb.schedule = ScheduleKind::ZeroBubbleH1;
+        zb.stage_layers = {9, 8, 8, 9};
+        zb.zero_stage = 1;
+        out.emplace_back("llama2-7b", zb);
+
+        ParallelConfig gpipe;
+        gpipe.tp = 4;
+        gpipe.pp = 2;
+        gpipe.num_microbatches = 8;
+        gpipe.schedule = ScheduleKind::GPipe;
+        gpipe.recompute = RecomputeKind::Modules;
+        gpipe.recompute_modules = {"mlp"};
+        out.emplace_back("llama2-7b", gpipe);
+
+        ParallelConfig moe;
+        moe.tp = 2;
+        moe.dp = 4;
+        moe.ep = 4;
+        moe.num_microbatches = 2;
+        moe.zero_stage = 1;
+        moe.sequence_parallel = true;
+        out.emplace_back("mixtral-8x7b", moe);
+        return out;
+    }();
+    return configs;
+}
+
+std::filesystem::path writeExport(const QTemporaryDir& dir, const std::string& name, ExportTarget target,
+                                  const std::string& text)
+{
+    const std::filesystem::path path
+        = std::filesystem::path(dir.path().toStdString()) / (name + std::string(exportTargetSuffix(target)));
+    writeFile(path, text);
+    return path;
+}
+
+std::filesystem::path writeText(const QTemporaryDir& dir, const std::string& fileName, const std::string& text)
+{
+    const std::filesystem::path path = std::filesystem::path(dir.path().toStdString()) / fileName;
+    writeFile(path, text);
+    return path;
+}
+
+} // namespace
+
+class TestPlanExport : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase()
+    {
+        for (const char* name : {"llama2-7b", "llama2-70b"}) {
+            const PlanCase& c = planCase(name);
+            QVERIFY2(c.evaluation.feasible, c.evaluation.reason.c_str());
+            QVERIFY(c.evaluation.simulation && !c.evaluation.simulation->events.empty());
+        }
+        QCOMPARE(planCase("llama2-70b").plan.resolved_stage_layers, llama70bConfig().stage_layers);
+    }
+
+    void targetNames()
+    {
+        QCOMPARE(exportTargets().size(), std::size_t {7});
+        for (const auto target : exportTargets())
+            QCOMPARE(parseExportTarget(exportTargetName(target)), std::optional<ExportTarget>(target));
+        QCOMPARE(parseExportTarget("yaml"), std::optional<ExportTarget>());
+        QCOMPARE(std::string(exportTargetName(ExportTarget::ChromeTrace)), std::string("chrome-trace"));
+    }
+
+    void goldens_data()
+    {
+        QTest::addColumn<QString>("plan");
+        QTest::addColumn<int>("target");
+        for (const char* plan : {"llama2-7b", "llama2-70b"})
+            for (const auto target : exportTargets())
+                QTest::newRow(goldenName(plan, target).c_str()) << QString(plan) << static_cast<int>(target);
+    }
+    void goldens()
+    {
+        QFETCH(QString, plan);
+        QFETCH(int, target);
+        const auto t = static_cast<ExportTarget>(target);
+        const std::string name = plan.toStdString();
+        const ExportResult result = exportCase(name, t);
+        const std::filesystem::path golden = kGoldenDir / goldenName(name, t);
+        if (qEnvironmentVariableIsSet("SHARDSCAPE_UPDATE_GOLDEN")) {
+            std::filesystem::create_directories(kGoldenDir);
+            writeFile(golden, result.text);
+        }
+        QVERIFY2(std::filesystem::exists(golden), golden.c_str());
+        const std::string expected = readFile(golden);
+        if (isJsonTarget(t)) {
+            const json actualDoc = normalizeJson(json::parse(result.text));
+            const json expectedDoc = normalizeJson(json::parse(expected));
+            QVERIFY2(actualDoc == expectedDoc, firstDifference(expectedDoc.dump(1), actualDoc.dump(1)).c_str());
+        } else {
+            const std::string a = normalizeText(result.text);
+            const std::string e = normalizeText(expected);
+            QVERIFY2(a == e, firstDifference(e, a).c_str());
+        }
+        // Every text names Shardscape, the model, the cluster and the predicted step time and MFU.
+        if (t != ExportTarget::Json) {
+            QVERIFY(result.text.find("Shardscape") != std::string::npos);
+            QVERIFY(result.text.find(name) != std::string::npos);
+            QVERIFY(result.text.find("h100-sxm") != std::string::npos);
+            QVERIFY(result.text.find("step time") != std::string::npos);
+            QVERIFY(result.text.find("MFU") != std::string::npos);
+        }
+    }
+
+    void planJsonRoundTrip_data()
+    {
+        QTest::addColumn<QString>("plan");
+        QTest::newRow("llama2-7b") << "llama2-7b";
+        QTest::newRow("llama2-70b") << "llama2-70b";
+    }
+    void planJsonRoundTrip()
+    {
+        QFETCH(QString, plan);
+        const PlanCase& c = planCase(plan.toStdString());
+        const ExportResult result = exportCase(plan.toStdString(), ExportTarget::Json);
+        QVERIFY2(result.notes.empty(), result.notes.empty() ? "" : result.notes.front().c_str());
+        // Re-simulated and written again: the same document to the bit, and it loads.
+        const json doc = json::parse(result.text);
+        QVERIFY2(doc == c.doc, firstDifference(c.doc.dump(1), doc.dump(1)).c_str());
+        const LoadedPlan again = planFromJson(doc, "export");
+        QCOMPARE(again.config.describe(), c.plan.config.describe());
+        QCOMPARE(again.resolved_stage_layers, c.plan.resolved_stage_layers);
+        QVERIFY(again.metrics.step_time_s == c.plan.metrics.step_time_s);
+    }
+
+    void roundTrip_data()
+    {
+        QTest::addColumn<QString>("plan");
+        QTest::addColumn<int>("target");
+        for (const char* plan : {"llama2-7b", "llama2-70b"})
+            for (const auto target : {ExportTarget::Torchtitan, ExportTarget::Megatron, ExportTarget::DeepSpeed})
+                QTest::newRow(goldenName(plan, target).c_str()) << QString(plan) << static_cast<int>(target);
+    }
+    void roundTrip()
+    {
+        QFETCH(QString, plan);
+        QFETCH(int, target);
+        const auto t = static_cast<ExportTarget>(target);
+        const PlanCase& c = planCase(plan.toStdString());
+        const ExportResult result = exportCase(plan.toStdString(), t);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const auto path = writeExport(dir, "job", t, result.text);
+        ImportOptions options;
+        options.num_layers = static_cast<int>(c.graph->transformer->num_layers);
+        const ImportedConfig imported = importJobConfig(path, options);
+
+        const ParallelConfig expected = representable(t, c.plan);
+        const ParallelConfig& got = imported.config;
+        QCOMPARE(got.tp, expected.tp);
+        QCOMPARE(got.pp, expected.pp);
+        QCOMPARE(got.dp, expected.dp);
+        QCOMPARE(got.cp, expected.cp);
+        QCOMPARE(got.ep, expected.ep);
+        QCOMPARE(got.vpp, expected.vpp);
+        QCOMPARE(got.micro_batch, expected.micro_batch);
+        QCOMPARE(got.num_microbatches, expected.num_microbatches);
+        QCOMPARE(got.zero_stage, expected.zero_stage);
+        QCOMPARE(got.sequence_parallel, expected.sequence_parallel);
+        QCOMPARE(recomputeName(got.recompute), recomputeName(expected.recompute));
+        QCOMPARE(scheduleName(got.schedule), scheduleName(expected.schedule));
+        QCOMPARE(got.stage_layers, expected.stage_layers);
+        QCOMPARE(imported.global_batch, c.plan.global_batch);
+        QCOMPARE(got.globalBatch(), c.plan.global_batch);
+        if (t != ExportTarget::DeepSpeed)
+            QCOMPARE(imported.seq_len, c.plan.seq_len);
+        if (t == ExportTarget::Megatron) {
+            // The script carries the model's shape and the launch shape.
+            QVERIFY(imported.model.has_value());
+            const TransformerShape& m = *imported.model;
+            const TransformerShape& shape = *c.graph->transformer;
+            QCOMPARE(m.num_layers, shape.num_layers);
+            QCOMPARE(m.hidden, shape.hidden);
+            QCOMPARE(m.num_heads, shape.num_heads);
+            QCOMPARE(m.num_kv_heads, shape.num_kv_heads);
+            QCOMPARE(m.head_dim, shape.head_dim);
+            QCOMPARE(m.ffn_hidden, shape.ffn_hidden);
+            QCOMPARE(m.vocab, shape.vocab);
+            QCOMPARE(m.gated_mlp, shape.gated_mlp);
+            QCOMPARE(m.tied_embeddings, shape.tied_embeddings);
+            QCOMPARE(m.norm, shape.norm);
+            QCOMPARE(imported.nodes * imported.gpus_per_node, c.plan.config.worldSize());
+        }
+    }
+
+    void scriptsPassBashSyntaxCheck_data()
+    {
+        QTest::addColumn<QString>("plan");
+        QTest::addColumn<int>("target");
+        for (const char* plan : {"llama2-7b", "llama2-70b"})
+            for (const auto target : {ExportTarget::Megatron, ExportTarget::Torchrun})
+                QTest::newRow(goldenName(plan, target).c_str()) << QString(plan) << static_cast<int>(target);
+    }
+    void scriptsPassBashSyntaxCheck()
+    {
+        QFETCH(QString, plan);
+        QFETCH(int, target);
+        if (!QFile::exists("/bin/bash"))
+            QSKIP("/bin/bash is not installed");
+        QTemporaryDir dir;
+        const auto t = static_cast<ExportTarget>(target);
+        const auto path = writeExport(dir, "launch", t, exportCase(plan.toStdString(), t).text);
+        QByteArray output;
+        QCOMPARE(run("/bin/bash", {"-n", QString::fromStdString(path.string())}, &output), 0);
+        QVERIFY2(output.isEmpty(), output.constData());
+    }
+
+    void deepSpeedBatchIdentity_data()
+    {
+        QTest::addColumn<QString>("plan");
+        QTest::newRow("llama2-7b") << "llama2-7b";
+        QTest::newRow("llama2-70b") << "llama2-70b";
+    }
+    void deepSpeedBatchIdentity()
+    {
+        QFETCH(QString, plan);
+        const PlanCase& c = planCase(plan.toStdString());
+        const json doc = json::parse(exportCase(plan.toStdString(), ExportTarget::DeepSpeed).text);
+        const std::int64_t batch = doc.at("train_batch_size");
+        const std::int64_t micro = doc.at("train_micro_batch_size_per_gpu");
+        const std::int64_t accumulation = doc.at("gradient_accumulation_steps");
+        QCOMPARE(batch, micro * accumulation * c.plan.config.dp);
+        QCOMPARE(batch, c.plan.global_batch);
+        QVERIFY(doc.at("zero_optimization").at("stage").is_number_integer());
+        QCOMPARE(doc.at("bf16").at("enabled").get<bool>(), true);
+        if (c.plan.config.pp > 1) {
+            QCOMPARE(doc.at("pipeline").at("stages").get<int>(), c.plan.config.pp);
+            // The pipeline engine forbids ZeRO-2/3.
+            QVERIFY(doc.at("zero_optimization").at("stage").get<int>() <= 1);
+        }
+    }
+
+    void tomlParsesWithTomllib_data()
+    {
+        QTest::addColumn<QString>("plan");
+        QTest::newRow("llama2-7b") << "llama2-7b";
+        QTest::newRow("llama2-70b") << "llama2-70b";
+    }
+    void tomlParsesWithTomllib()
+    {
+        QFETCH(QString, plan);
+        const QString python = QStandardPaths::findExecutable("python3");
+        if (python.isEmpty())
+            QSKIP("python3 is not installed");
+        QByteArray output;
+        if (run(python, {"-c", "import tomllib"}, &output) != 0)
+            QSKIP("python3 has no tomllib (3.11 or later)");
+        const PlanCase& c = planCase(plan.toStdString());
+        QTemporaryDir dir;
+        const auto path = writeExport(dir, "job", ExportTarget::Torchtitan,
+                                      exportCase(plan.toStdString(), ExportTarget::Torchtitan).text);
+        const QString program = "import json, sys, tomllib; print(json.dumps(tomllib.load(open(sys.argv[1], 'rb'))))";
+        QCOMPARE(run(python, {"-c", program, QString::fromStdString(path.string())}, &output), 0);
+        const json doc = json::parse(output.toStdString());
+
+        // Degrees multiply to the world size; batches follow torchtitan's arithmetic.
+        const json& p = doc.at("parallelism");
+        const ParallelConfig& config = c.plan.config;
+        const int replicate = p.at("data_parallel_replicate_degree");
+        const int shard = p.at("data_parallel_shard_degree");
+        QCOMPARE(replicate * shard * p.at("tensor_parallel_degree").get<int>()
+                     * p.at("pipeline_parallel_degree").get<int>() * p.at("context_parallel_degree").get<int>(),
+                 config.worldSize());
+        const json& training = doc.at("training");
+        const std::int64_t local = training.at("local_batch_size");
+        const std::int64_t global = training.at("global_batch_size");
+        QCOMPARE(global, c.plan.global_batch);
+        QCOMPARE(global % (local * replicate * shard), std::int64_t {0});
+        QCOMPARE(training.at("seq_len").get<std::int64_t>(), c.plan.seq_len);
+        // One schedule per step: the pipeline's micro-batches are local / microbatch size.
+        QCOMPARE(local / p.at("pipeline_parallel_microbatch_size").get<std::int64_t>(),
+                 std::int64_t {config.num_microbatches});
+        const json& parts = p.at("module_fqns_per_model_part");
+        QCOMPARE(static_cast<int>(parts.size()), config.pp * config.vpp);
+        QCOMPARE(parts.front().front().get<std::string>(), std::string("tok_embeddings"));
+        QCOMPARE(parts.back().back().get<std::string>(), std::string("output"));
+        int blocks = 0;
+        for (const auto& part : parts)
+            for (const auto& fqn : part)
+                blocks += fqn.get<std::string>().rfind("layers.", 0) == 0 ? 1 : 0;
+        QCOMPARE(blocks, static_cast<int>(c.graph->transformer->num_layers));
+    }
+
+    void notesSayWhatIsLost_data()
+    {
+        QTest::addColumn<QString>("plan");
+        QTest::addColumn<int>("target");
+        QTest::addColumn<QString>("expected");
+        const auto row = [](const char* tag, const char* plan, ExportTarget target, const char* expected) {
+            QTest::newRow(tag) << QString(plan) << static_cast<int>(target) << QString(expected);
+        };
+        row("torchtitan zero1", "llama2-7b", ExportTarget::Torchtitan, "torchtitan has no ZeRO-1");
+        row("torchtitan sp", "llama2-7b", ExportTarget::Torchtitan, "always shards the activations along the sequence");
+        row("torchtitan flavor", "llama2-7b", ExportTarget::Torchtitan, "no built-in flavor for llama2-7b");
+        row("torchtitan selective", "llama2-7b", ExportTarget::Torchtitan, "not the attention-core recomputation");
+        row("deepspeed zero3 pp", "llama2-70b", ExportTarget::DeepSpeed, "forbids ZeRO-2/3 with pipeline parallelism");
+        row("deepspeed uneven", "llama2-70b", ExportTarget::DeepSpeed, "cannot take per-stage layer counts");
+        row("deepspeed interleaved", "llama2-70b", ExportTarget::DeepSpeed,
+            "interleaved schedule with 2 stages per rank");
+        row("deepspeed selective", "llama2-7b", ExportTarget::DeepSpeed, "must be coded in the model");
+        row("megatron fsdp", "llama2-70b", ExportTarget::Megatron, "Megatron-FSDP");
+    }
+    void notesSayWhatIsLost()
+    {
+        QFETCH(QString, plan);
+        QFETCH(int, target);
+        QFETCH(QString, expected);
+        const ExportResult result = exportCase(plan.toStdString(), static_cast<ExportTarget>(target));
+        bool found = false;
+        for (const auto& note : result.notes)
+            found = found || note.find(expected.toStdString()) != std::string::npos;
+        QVERIFY2(found, qPrintable("no note says '" + expected + "'"));
+        // The notes are in the text too (comments, or DeepSpeed's _comment).
+        QVERIFY(result.text.find(expected.toStdString()) != std::string::npos);
+    }
+
+    void exactTargetsHaveNoNotes()
+    {
+        // Megatron expresses the 7b plan completely.
+        QCOMPARE(exportCase("llama2-7b", ExportTarget::Megatron).notes, std::vector<std::string> {});
+        QCOMPARE(exportCase("llama2-7b", ExportTarget::Torchrun).notes, std::vector<std::string> {});
+    }
+
+    void variants_data()
+    {
+        QTest::addColumn<QString>("preset");
+        QTest::addColumn<int>("target");
+        QTest::addColumn<int>("variant");
+        for (int v = 0; v < static_cast<int>(variantConfigs().size()); ++v)
+            for (const auto target : {ExportTarget::Torchtitan, ExportTarget::Megatron, ExportTarget::DeepSpeed})
+                QTest::newRow(
+                    cat(variantConfigs()[static_cast<std::size_t>(v)].first, " ", exportTargetName(target)).c_str())
+                    << QString::fromStdString(variantConfigs()[static_cast<std::size_t>(v)].first)
+                    << static_cast<int>(target) << v;
+    }
+    void variants()
+    {
+        // Other shapes of plans: every field that a target can express reads back; the rest is in the notes.
+        QFETCH(QString, preset);
+        QFETCH(int, target);
+        QFETCH(int, variant);
+        const auto t = static_cast<ExportTarget>(target);
+        const ParallelConfig& config = variantConfigs()[static_cast<std::size_t>(variant)].second;
+        static std::map<int, std::unique_ptr<PlanCase>> cases;
+        auto& slot = cases[variant];
+        if (!slot)
+            slot = makeCase(preset.toStdString(), 1, config, 2048);
+        const PlanCase& c = *slot;
+        const ExportResult result = exportPlan(t, c.plan, *c.graph, c.plan.cluster);
+        QTemporaryDir dir;
+        ImportOptions options;
+        options.num_layers = static_cast<int>(c.graph->transformer->num_layers);
+        const ImportedConfig imported = importJobConfig(writeExport(dir, "job", t, result.text), options);
+        const ParallelConfig expected = representable(t, c.plan);
+        const ParallelConfig& got = imported.config;
+        QCOMPARE(got.tp, expected.tp);
+        QCOMPARE(got.pp, expected.pp);
+        QCOMPARE(got.dp, expected.dp);
+        QCOMPARE(got.cp, t == ExportTarget::DeepSpeed ? 1 : expected.cp);
+        QCOMPARE(got.ep, t == ExportTarget::DeepSpeed ? 1 : expected.ep);
+        QCOMPARE(got.vpp, expected.vpp);
+        QCOMPARE(got.micro_batch, expected.micro_batch);
+        QCOMPARE(got.num_microbatches, expected.num_microbatches);
+        QCOMPARE(got.zero_stage, expected.zero_stage);
+        QCOMPARE(got.sequence_parallel, expected.sequence_parallel);
+        QCOMPARE(recomputeName(got.recompute), recomputeName(expected.recompute));
+        QCOMPARE(scheduleName(got.schedule), scheduleName(expected.schedule));
+        QCOMPARE(got.stage_layers, expected.stage_layers);
+        if (t != ExportTarget::DeepSpeed) {
+            QCOMPARE(got.cp, c.plan.config.cp);
+            QCOMPARE(got.ep, c.plan.config.ep);
+        }
+    }
+
+    void megatronSplitFlags()
+    {
+        // Uneven first/last ranks with VPP: Megatron's first/last flags and the virtual stage count.
+        const std::string script = exportCase("llama2-70b", ExportTarget::Megatron).text;
+        QVERIFY(script.find("--decoder-first-pipeline-num-layers 18 \\") != std::string::npos);
+        QVERIFY(script.find("--decoder-last-pipeline-num-layers 18 \\") != std::string::npos);
+        QVERIFY(script.find("--num-virtual-stages-per-pipeline-rank 2 \\") != std::string::npos);
+        QVERIFY(script.find("--num-layers-per-virtual-pipeline-stage") == std::string::npos);
+        QVERIFY(script.find("--sequence-parallel \\") != std::string::npos);
+        QVERIFY(script.find("--recompute-granularity full \\\n    --recompute-method uniform \\\n    "
+                            "--recompute-num-layers 1 \\")
+                != std::string::npos);
+        QVERIFY(script.find("NNODES=${NNODES:-8}") != std::string::npos);
+        // 32000 / TP 8 = 4000 is not a multiple of 128: a divisor that keeps the vocabulary unpadded.
+        QVERIFY(script.find("--make-vocab-size-divisible-by 32 \\") != std::string::npos);
+    }
+
+    // ---- import of hand-written configs ----------------------------------------------------------------------
+
+    void importMegatronExampleScript()
+    {
+        // In the style of Megatron-LM's examples: variables, arrays, word splitting and a layout.
+        const std::string script = R"(#!/bin/bash
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+GPUS_PER_NODE=8
+NUM_NODES=${NUM_NODES:-2}
+DISTRIBUTED_ARGS=(
+    --nproc_per_node $GPUS_PER_NODE
+    --nnodes $NUM_NODES   # two nodes
+)
+GPT_MODEL_ARGS=(
+    --num-layers 8
+    --hidden-size 1024 --num-attention-heads 16
+    --seq-length 2048 --max-position-embeddings 2048
+)
+PARALLEL="--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2"
+torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
+    "${GPT_MODEL_ARGS[@]}" $PARALLEL \
+    --pipeline-model-parallel-layout "Ett|(tt|)*2ttL" \
+    --micro-batch-size 2 --global-batch-size=64 \
+    --recompute-activations \
+    --use-distributed-optimizer --num-distributed-optimizer-instances 2
+)";
+        QTemporaryDir dir;
+        const ImportedConfig imported = importJobConfig(writeText(dir, "train.sh", script));
+        const ParallelConfig& c = imported.config;
+        QCOMPARE(imported.format, std::string("megatron"));
+        QCOMPARE(imported.nodes, 2);
+        QCOMPARE(imported.gpus_per_node, 8);
+        QCOMPARE(c.tp, 2);
+        QCOMPARE(c.pp, 2);
+        QCOMPARE(c.dp, 4);
+        QCOMPARE(c.vpp, 2);
+        QCOMPARE(c.micro_batch, 2);
+        QCOMPARE(c.num_microbatches, 8); // 64 / (2 x 4)
+        QCOMPARE(c.zero_stage, 1);
+        QCOMPARE(c.zero_ngroups, 2);
+        QCOMPARE(c.recompute, RecomputeKind::Selective);
+        QCOMPARE(c.schedule, ScheduleKind::Interleaved1F1B);
+        // "Ett|tt|tt|ttL": two blocks per virtual stage, the embedding on the first and the head on the last.
+        QCOMPARE(c.stage_layers, (std::vector<int> {3, 2, 2, 3}));
+        QCOMPARE(imported.seq_len, std::int64_t {2048});
+        QVERIFY(imported.model.has_value());
+        QCOMPARE(imported.model->ffn_hidden, std::int64_t {4096}); // Megatron's default 4h
+    }
+
+    void importTorchtitanDefaults()
+    {
+        // No module_fqns_per_model_part: torchtitan's own split, weighting the embedding and head as a layer each.
+        const std::string toml = R"([model]
+name = "llama3"
+flavor = "8B"
+[training]
+local_batch_size = 8
+global_batch_size = 64
+seq_len = 8192
+[parallelism]
+data_parallel_shard_degree = -1
+tensor_parallel_degree = 2
+pipeline_parallel_degree = 2
+pipeline_parallel_microbatch_size = 2
+[activation_checkpoint]
+mode = "full"
+)";
+        QTemporaryDir dir;
+        ImportOptions options;
+        options.world_size = 16;
+        const ImportedConfig imported = importJobConfig(writeText(dir, "job.toml", toml), options);
+        const ParallelConfig& c = imported.config;
+        QCOMPARE(imported.model_name, std::string("llama3 8B"));
+        QCOMPARE(c.dp, 4); // 16 / (2 x 2)
+        QCOMPARE(c.zero_stage, 2); // FSDP with "default" resharding keeps parameters with PP
+        QCOMPARE(c.micro_batch, 2);
+        QCOMPARE(c.num_microbatches, 8); // (8 / 2) x accumulation 64 / (8 x 4) = 2
+        QCOMPARE(c.stage_layers, (std::vector<int> {17, 17})); // 32 blocks + 2 over 2 stages
+        QCOMPARE(c.recompute, RecomputeKind::Full);
+        QVERIFY(c.sequence_parallel);
+        QCOMPARE(imported.global_batch, std::int64_t {64});
+        QVERIFY(!imported.warnings.empty()); // -1 resolved, accumulation with PP
+    }
+
+    void importDeepSpeedInfersTheThird()
+    {
+        QTemporaryDir dir;
+        ImportOptions options;
+        options.world_size = 32;
+        const ImportedConfig imported = importJobConfig(
+            writeText(
+                dir, "ds.json",
+                R"({"train_batch_size": 256, "train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3}})"),
+            options);
+        QCOMPARE(imported.config.dp, 32);
+        QCOMPARE(imported.config.num_microbatches, 4);
+        QCOMPARE(imported.config.zero_stage, 3);
+    }
+
+    void malformedInputNamesFileAndLine_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("toml syntax") << "job.toml"
+                                     << "[parallelism]\ntensor_parallel_degree = = 2\n"
+                                     << "job.toml:2:[0-9]+: malformed TOML";
+        QTest::newRow("toml type") << "job.toml"
+                                   << "[training]\nlocal_batch_size = 1\n[parallelism]\n"
+                                      "tensor_parallel_degree = \"two\"\n"
+                                   << "job.toml:4: parallelism.tensor_parallel_degree: expected an integer, got a "
+                                      "string";
+        QTest::newRow("toml schedule") << "job.toml"
+                                       << "[parallelism]\ndata_parallel_shard_degree = 1\npipeline_parallel_degree = "
+                                          "2\npipeline_parallel_schedule = \"Looped1F1B\"\n"
+                                       << "job.toml:4: parallelism.pipeline_parallel_schedule: unknown schedule "
+                                          "'Looped1F1B'";
+        QTest::newRow("toml accumulation") << "job.toml"
+                                           << "[training]\nlocal_batch_size = 3\nglobal_batch_size = 16\n"
+                                              "[parallelism]\ndata_parallel_shard_degree = 2\n"
+                                           << "job.toml:3: training.global_batch_size: value 16 is not a multiple";
+        QTest::newRow("megatron integer") << "train.sh"
+                                          << "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py \\\n"
+                                             "  --micro-batch-size 1 \\\n  --tensor-model-parallel-size two\n"
+                                          << "train.sh:3: --tensor-model-parallel-size: 'two' is not an integer";
+        QTest::newRow("megatron variable") << "train.sh"
+                                           << "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py \\\n"
+                                              "  --micro-batch-size $MBS\n"
+                                           << "train.sh:2: --micro-batch-size: '\\$MBS' is not an integer";
+        QTest::newRow("megatron batch") << "train.sh"
+                                        << "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py \\\n"
+                                           "  --micro-batch-size 1 --global-batch-size 10 \\\n"
+                                           "  --tensor-model-parallel-size 2\n"
+                                        << "train.sh:2: --global-batch-size: value 10 is not a multiple of micro-batch "
+                                           "x DP = 1 x 4";
+        QTest::newRow("megatron split")
+            << "train.sh"
+            << "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py --micro-batch-size 1 "
+               "--num-layers 30 --pipeline-model-parallel-size 4\n"
+            << "train.sh:1: --num-layers: 30 layers do not divide into pp x vpp = 4";
+        QTest::newRow("megatron world") << "train.sh"
+                                        << "python pretrain_gpt.py --micro-batch-size 1\n"
+                                        << "world size is unknown";
+        QTest::newRow("megatron quote") << "train.sh"
+                                        << "torchrun pretrain_gpt.py --lr '3e-4\n"
+                                        << "train.sh:1: unterminated";
+        QTest::newRow("not megatron") << "train.sh"
+                                      << "echo hello\n"
+                                      << "no pretrain_gpt.py command";
+        QTest::newRow("deepspeed batch") << "ds.json"
+                                         << R"({"train_batch_size": 10, "train_micro_batch_size_per_gpu": 4,
+                                               "gradient_accumulation_steps": 1})"
+                                         << "ds.json: train_batch_size: value 10 is not a multiple";
+        QTest::newRow("deepspeed json") << "ds.json"
+                                        << "{\"train_batch_size\": 8,\n\"zero\": }\n"
+                                        << "ds.json:2:[0-9]+: ";
+        QTest::newRow("empty") << "job.toml"
+                               << "\n"
+                               << "job.toml: the file is empty";
+    }
+    void malformedInputNamesFileAndLine()
+    {
+        QFETCH(QString, file);
+        QFETCH(QString, text);
+        QFETCH(QString, expected);
+        QTemporaryDir dir;
+        const auto path = writeText(dir, file.toStdString(), text.toStdString());
+        const std::string message = errorOf([&] { importJobConfig(path); });
+        QVERIFY2(std::regex_search(message, std::regex(expected.toStdString())), message.c_str());
+        QVERIFY2(message.find(path.string()) != std::string::npos, message.c_str());
+    }
+
+    void exportRefusesAnotherModel()
+    {
+        // The plan's layers do not match gpt2's: re-simulating targets say so instead of writing something wrong.
+        const PlanCase& c = planCase("llama2-7b");
+        BuildOptions build;
+        build.seq_len = 1024;
+        const ModelGraph gpt2 = loadModel("gpt2", build);
+        QVERIFY(errorOf([&] { exportPlan(ExportTarget::Json, c.plan, gpt2, c.plan.cluster); }).find("seq_len")
+                != std::string::npos);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestPlanExport)
+#include "tst_plan_export.moc"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Shardscape torchrun launcher for llama2-70b on 8 x 8 h100-sxm (NVIDIA H100 SXM5 80GB)
+# Plan: tp8 pp4 dp2 vpp2 mb1 m8 zero3 sp recompute=full interleaved; global batch 16 x 4096 tokens on 64 GPUs
+# Predicted: step time 2.718 s, MFU 16.9 %, HFU 22.6 %, 24111 tokens/s, peak memory 25.7 GB per GPU (datasheet)
+# Plan written by tst_plan_export test; model spec 'llama2-70b'
+#
+# torchrun launcher for 8 nodes x 8 GPUs (64 processes), c10d rendezvous. Run it on every node
+# with the same MASTER_ADDR (the host of node 0) and JOB_ID. Without arguments it runs torchtitan
+# with the job config from `shardscape-cli export --format torchtitan` (CONFIG, default plan.toml
+# next to this script); with arguments it runs them instead, e.g.
+#   ./launch.sh train.py --my-option 1
+#   ./launch.sh -m torchtitan.train --job.config_file other.toml
+set -euo pipefail
+
+NNODES=${NNODES:-8}
+GPUS_PER_NODE=${GPUS_PER_NODE:-8}
+MASTER_ADDR=${MASTER_ADDR:-localhost}
+MASTER_PORT=${MASTER_PORT:-29400}
+JOB_ID=${JOB_ID:-shardscape}
+CONFIG=${CONFIG:-$(dirname "$0")/plan.toml}
+
+if [ "$#" -eq 0 ]; then
+    set -- -m torchtitan.train --job.config_file "$CONFIG"
+fi
+
+exec torchrun --nnodes "$NNODES" --nproc-per-node "$GPUS_PER_NODE" \
+    --rdzv-backend c10d --rdzv-endpoint "$MASTER_ADDR:$MASTER_PORT" --rdzv-id "$JOB_ID" \
+    "$@"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Shardscape Megatron-LM launch script for llama2-7b on 1 x 8 h100-sxm (NVIDIA H100 SXM5 80GB)
+# Plan: tp2 pp2 dp2 mb1 m8 zero1 recompute=selective 1f1b; global batch 16 x 4096 tokens on 8 GPUs
+# Predicted: step time 1.012 s, MFU 37.7 %, HFU 39.5 %, 64748 tokens/s, peak memory 34.3 GB per GPU (datasheet)
+# Plan written by tst_plan_export test; model spec 'llama2-7b'
+#
+# Run this on every node. MEGATRON_LM is a Megatron-LM checkout (core_v0.15 or later),
+# MASTER_ADDR the host name of node 0; any arguments are appended to pretrain_gpt.py's.
+set -euo pipefail
+
+NNODES=${NNODES:-1}
+GPUS_PER_NODE=${GPUS_PER_NODE:-8}
+MASTER_ADDR=${MASTER_ADDR:-localhost}
+MASTER_PORT=${MASTER_PORT:-29400}
+JOB_ID=${JOB_ID:-shardscape}
+MEGATRON_LM=${MEGATRON_LM:-.}
+# Megatron asserts this with tensor or context parallelism (before Blackwell).
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+
+# Mock data and a null tokenizer, so that the script runs as it is: replace --mock-data and the tokenizer arguments
+# with your --data-path and tokenizer. NullTokenizer adds an end-of-document token: --vocab-size 31999 gives 32000
+# tokens.
+torchrun --nnodes "$NNODES" --nproc-per-node "$GPUS_PER_NODE" --rdzv-backend c10d \
+    --rdzv-endpoint "$MASTER_ADDR:$MASTER_PORT" --rdzv-id "$JOB_ID" \
+    "$MEGATRON_LM/pretrain_gpt.py" \
+    --tensor-model-parallel-size 2 \
+    --pipeline-model-parallel-size 2 \
+    --context-parallel-size 1 \
+    --micro-batch-size 1 \
+    --global-batch-size 16 \
+    --use-distributed-optimizer \
+    --recompute-granularity selective \
+    --num-layers 32 \
+    --hidden-size 4096 \
+    --ffn-hidden-size 11008 \
+    --num-attention-heads 32 \
+    --seq-length 4096 \
+    --max-position-embeddings 4096 \
+    --swiglu \
+    --normalization RMSNorm \
+    --position-embedding-type rope \
+    --untie-embeddings-and-output-weights \
+    --disable-bias-linear \
+    --attention-dropout 0.00 \
+    --hidden-dropout 0.00 \
+    --bf16 \
+    --train-iters 100 \
+    --lr 3.0e-4 \
+    --mock-data \
+    --tokenizer-type NullTokenizer \
+    --vocab-size 31999 \
+    "$@"

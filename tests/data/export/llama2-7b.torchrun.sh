@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Shardscape torchrun launcher for llama2-7b on 1 x 8 h100-sxm (NVIDIA H100 SXM5 80GB)
+# Plan: tp2 pp2 dp2 mb1 m8 zero1 recompute=selective 1f1b; global batch 16 x 4096 tokens on 8 GPUs
+# Predicted: step time 1.012 s, MFU 37.7 %, HFU 39.5 %, 64748 tokens/s, peak memory 34.3 GB per GPU (datasheet)
+# Plan written by tst_plan_export test; model spec 'llama2-7b'
+#
+# torchrun launcher for 1 node x 8 GPUs (8 processes), c10d rendezvous. Run it on every node
+# with the same MASTER_ADDR (the host of node 0) and JOB_ID. Without arguments it runs torchtitan
+# with the job config from `shardscape-cli export --format torchtitan` (CONFIG, default plan.toml
+# next to this script); with arguments it runs them instead, e.g.
+#   ./launch.sh train.py --my-option 1
+#   ./launch.sh -m torchtitan.train --job.config_file other.toml
+set -euo pipefail
+
+NNODES=${NNODES:-1}
+GPUS_PER_NODE=${GPUS_PER_NODE:-8}
+MASTER_ADDR=${MASTER_ADDR:-localhost}
+MASTER_PORT=${MASTER_PORT:-29400}
+JOB_ID=${JOB_ID:-shardscape}
+CONFIG=${CONFIG:-$(dirname "$0")/plan.toml}
+
+if [ "$#" -eq 0 ]; then
+    set -- -m torchtitan.train --job.config_file "$CONFIG"
+fi
+
+exec torchrun --nnodes "$NNODES" --nproc-per-node "$GPUS_PER_NODE" \
+    --rdzv-backend c10d --rdzv-endpoint "$MASTER_ADDR:$MASTER_PORT" --rdzv-id "$JOB_ID" \
+    "$@"
