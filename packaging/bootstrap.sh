@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config
-          qt6-base-dev libqt6charts6-dev libqt6svg6-dev
+          qt6-base-dev qt6-charts-dev qt6-svg-dev
           libcli11-dev nlohmann-json3-dev libboost-graph-dev libtbb-dev coinor-libcbc-dev libtomlplusplus-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
           xvfb xauth)
