@@ -97,8 +97,9 @@ int main(int argc, char* argv[])
         static const QRegularExpression pattern(QStringLiteral("^(\\d+)x(\\d+)$"));
         const auto match = pattern.match(parser.value(size));
         if (!match.hasMatch() || match.captured(1).toInt() < 320 || match.captured(2).toInt() < 240) {
-            std::fprintf(stderr, "shardscape: --size wants WIDTHxHEIGHT of at least 320x240, e.g. 1920x1080, not "
-                                 "'%s'\n",
+            std::fprintf(stderr,
+                         "shardscape: --size wants WIDTHxHEIGHT of at least 320x240, e.g. 1920x1080, not "
+                         "'%s'\n",
                          qPrintable(parser.value(size)));
             return kExitBadInput;
         }

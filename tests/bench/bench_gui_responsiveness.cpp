@@ -153,6 +153,8 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "the what-if was not shown\n");
             return 1;
         }
+        // Until the pixels are there: the views repaint on the next pass of the event loop.
+        QApplication::processEvents();
         latency.push_back(static_cast<double>(edit.nsecsElapsed()) / 1e6);
         whatIfStall = std::max(whatIfStall, meter.stop());
     }

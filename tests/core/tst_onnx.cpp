@@ -24,6 +24,7 @@
 
 using namespace shardscape;
 
+#ifdef SHARDSCAPE_HAVE_ONNX
 namespace {
 
 namespace fs = std::filesystem;
@@ -101,6 +102,7 @@ std::string readBytes(const fs::path& path)
 }
 
 } // namespace
+#endif
 
 class TestOnnx : public QObject
 {

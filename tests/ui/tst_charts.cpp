@@ -297,14 +297,25 @@ private Q_SLOTS:
         BubbleChart bubble;
         bubble.setCurve({{1, 3.0}, {2, 1.5}, {4, 0.75}, {8, 0.375}, {16, 0.19}}, 8);
         StageBalanceChart balance;
-        balance.setEvaluation(m_infeasible.front(), m_model->layers()); // the pp8 one: most labels
-        for (ChartBase* chart : std::initializer_list<ChartBase*> {&memory, &pareto, &bubble, &balance}) {
+        balance.setEvaluation(m_infeasible.front(), m_model->layers()); // the pp8 one
+        // Sixteen stages with long layer ranges: labels must step down to fit rather than be cut.
+        Evaluation sixteen;
+        for (int i = 0; i < 16; ++i) {
+            StageReport stage;
+            stage.first_layer = 2 * i + 1;
+            stage.last_layer = 2 * i + 2;
+            stage.compute = 0.02 + 0.001 * i;
+            sixteen.stages.push_back(stage);
+        }
+        StageBalanceChart balance16;
+        balance16.setEvaluation(sixteen, {});
+        for (ChartBase* chart : std::initializer_list<ChartBase*> {&memory, &pareto, &bubble, &balance, &balance16}) {
             chart->resize(size);
             chart->show();
             QVERIFY(QTest::qWaitForWindowExposed(chart));
-            QVERIFY2(!chart->labelsTruncated(), chart->metaObject()->className());
-            QVERIFY(!chart->chart()->title().contains(QStringLiteral("...")));
+            QTRY_VERIFY2(!chart->labelsTruncated(), chart->metaObject()->className());
         }
+        QCOMPARE(balance16.stageLabels().front(), QStringLiteral("0: layers 1-2"));
     }
 
     void exportsPngAndSvg()

@@ -29,6 +29,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -37,9 +38,11 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
+#include <QUrl>
 
 #include <algorithm>
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 using namespace shardscape;
@@ -107,10 +110,14 @@ private slots:
     void mainWindowPlansAndShowsSelection();
     void whatIfShowsDelta();
     void exportPlanReloads();
+    void exportForFrameworks_data();
+    void exportForFrameworks();
+    void openModelFileAndDrop();
     void settingsPersist();
 
 private:
     QTemporaryDir m_dir;
+    std::unique_ptr<MainWindow> m_exportWindow;
 };
 
 void TestUiApp::initTestCase()
@@ -189,9 +196,9 @@ void TestUiApp::candidatesModelRowsAndSorting()
                      e.mfu);
         }
         if (!e.stages.empty())
-            QCOMPARE(model.data(model.index(r, CandidatesModel::PeakMemoryColumn), CandidatesModel::SortRole)
-                         .toDouble(),
-                     e.peakMemory());
+            QCOMPARE(
+                model.data(model.index(r, CandidatesModel::PeakMemoryColumn), CandidatesModel::SortRole).toDouble(),
+                e.peakMemory());
         QCOMPARE(model.data(model.index(r, CandidatesModel::ReasonColumn)).toString(),
                  QString::fromStdString(e.reason));
     }
@@ -323,6 +330,7 @@ void TestUiApp::cancelStopsWithin100ms()
             return false;
         }(),
         kPlanTimeoutMs);
+    QVERIFY(job.isRunning());
     QElapsedTimer timer;
     timer.start();
     job.cancel();
@@ -380,6 +388,7 @@ void TestUiApp::badModelFileFails()
     PlanJob missing;
     QSignalSpy missingFailed(&missing, &PlanJob::failed);
     missing.start(smallRequest("/nonexistent/config.json"));
+    QCOMPARE(missingFailed.count(), 0); // answers always arrive after start() returned, even instant ones
     QVERIFY(missingFailed.wait(kPlanTimeoutMs));
     QVERIFY2(missingFailed.at(0).at(0).toString().contains(QStringLiteral("/nonexistent/config.json")),
              qPrintable(missingFailed.at(0).at(0).toString()));
@@ -390,8 +399,8 @@ void TestUiApp::evaluateJobMatchesCore()
     const PlanResult planned = corePlan(smallRequest());
     auto model = planned.model;
     // A pipelined candidate, so that the bubble curve has several points.
-    const auto pipelined = std::find_if(planned.top.begin(), planned.top.end(),
-                                        [](const Evaluation& e) { return e.config.pp > 1; });
+    const auto pipelined
+        = std::find_if(planned.top.begin(), planned.top.end(), [](const Evaluation& e) { return e.config.pp > 1; });
     QVERIFY(pipelined != planned.top.end());
     EvaluationRequest request;
     request.model = model;
@@ -461,8 +470,8 @@ void TestUiApp::mainWindowPlansAndShowsSelection()
     QVERIFY(pipelined > 0);
     selectionShown.clear();
     QTableView* table = window.candidatesPanel()->view();
-    const QModelIndex cell
-        = window.candidatesPanel()->proxy()->mapFromSource(candidates->index(pipelined, CandidatesModel::StepTimeColumn));
+    const QModelIndex cell = window.candidatesPanel()->proxy()->mapFromSource(
+        candidates->index(pipelined, CandidatesModel::StepTimeColumn));
     table->scrollTo(cell);
     QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(cell).center());
     QCOMPARE(window.candidatesPanel()->currentCandidate(), pipelined);
@@ -488,7 +497,8 @@ void TestUiApp::mainWindowPlansAndShowsSelection()
     window.candidatesPanel()->pinRequested(0);
     window.candidatesPanel()->pinRequested(pipelined);
     QCOMPARE(window.compareWidget()->pinnedCount(), 2);
-    QVERIFY(window.compareWidget()->table()->item(7, 2) && !window.compareWidget()->table()->item(7, 2)->text().isEmpty());
+    QVERIFY(window.compareWidget()->table()->item(7, 2)
+            && !window.compareWidget()->table()->item(7, 2)->text().isEmpty());
 
     // A model that fits nowhere: the table lists why and a message box names the cause and a way out.
     QSignalSpy errors(&window, &MainWindow::errorShown);
@@ -524,8 +534,7 @@ void TestUiApp::whatIfShowsDelta()
     timer.start();
     window.whatIfPanel()->setValue(QStringLiteral("num_microbatches"), baseline.config.num_microbatches * 2);
     QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
-    qInfo("what-if edit to result on screen: %lld ms",
-          static_cast<long long>(timer.elapsed()));
+    qInfo("what-if edit to result on screen: %lld ms", static_cast<long long>(timer.elapsed()));
     const auto& result = window.whatIfPanel()->result();
     QVERIFY(result.has_value());
     QCOMPARE(result->config.num_microbatches, baseline.config.num_microbatches * 2);
@@ -575,6 +584,78 @@ void TestUiApp::exportPlanReloads()
     QVERIFY(!window.exportPlan(QStringLiteral("/nonexistent/dir/plan.json")));
     QCOMPARE(errors.count(), 1);
     QVERIFY(errors.at(0).at(0).toString().contains(QStringLiteral("/nonexistent/dir/plan.json")));
+}
+
+void TestUiApp::exportForFrameworks_data()
+{
+    QTest::addColumn<int>("target");
+    QTest::addColumn<QString>("marker");
+    QTest::newRow("torchtitan") << int(ExportTarget::Torchtitan) << QStringLiteral("data_parallel");
+    QTest::newRow("megatron") << int(ExportTarget::Megatron) << QStringLiteral("pretrain_gpt.py");
+    QTest::newRow("deepspeed") << int(ExportTarget::DeepSpeed) << QStringLiteral("zero_optimization");
+    QTest::newRow("torchrun") << int(ExportTarget::Torchrun) << QStringLiteral("torchrun");
+    QTest::newRow("dump") << int(ExportTarget::Dump) << QStringLiteral("num_stages");
+}
+
+void TestUiApp::exportForFrameworks()
+{
+    QFETCH(int, target);
+    QFETCH(QString, marker);
+    auto& window = m_exportWindow; // one plan for every row
+    if (!window) {
+        MainWindowOptions options;
+        options.use_settings = false;
+        window = std::make_unique<MainWindow>(options);
+        QSignalSpy selectionShown(window.get(), &MainWindow::selectionShown);
+        QVERIFY(selectionShown.wait(kPlanTimeoutMs));
+    }
+    const QString path = m_dir.filePath(QStringLiteral("export-%1").arg(target));
+    QVERIFY(window->exportForTarget(static_cast<ExportTarget>(target), path));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(file.readAll());
+    QVERIFY2(text.contains(marker), qPrintable(text.left(400)));
+    QVERIFY2(text.contains(QStringLiteral("Shardscape"), Qt::CaseInsensitive), qPrintable(text.left(400)));
+}
+
+void TestUiApp::openModelFileAndDrop()
+{
+    const QString path = m_dir.filePath(QStringLiteral("config.json"));
+    {
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(QByteArray::fromStdString(modelPresetConfig("gpt2").dump(2)));
+    }
+    MainWindowOptions options;
+    options.use_settings = false;
+    options.plan_on_start = false;
+    MainWindow window(options);
+    window.show();
+    LayersModel* layers = window.modelPanel()->layersModel();
+    QTRY_VERIFY_WITH_TIMEOUT(layers->overview() && layers->overview()->spec == "llama2-7b", kPlanTimeoutMs);
+
+    window.openModelFile(path);
+    QCOMPARE(window.modelPanel()->modelSpec(), path);
+    QTRY_VERIFY_WITH_TIMEOUT(layers->overview() && layers->overview()->spec == path.toStdString(), kPlanTimeoutMs);
+    QCOMPARE(layers->rowCount(), 14); // GPT-2: embedding, 12 blocks, head
+
+    // Dropping a file opens it the same way.
+    window.modelPanel()->setModelSpec(QStringLiteral("llama2-7b"));
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(path)});
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&window, &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&window, &drop);
+    QCOMPARE(window.modelPanel()->modelSpec(), path);
+
+    // A file that is not there: a message box with the cause, the model stays.
+    QSignalSpy errors(&window, &MainWindow::errorShown);
+    window.openModelFile(m_dir.filePath(QStringLiteral("missing.json")));
+    QCOMPARE(errors.count(), 1);
+    QVERIFY(errors.at(0).at(0).toString().contains(QStringLiteral("missing.json")));
+    QCOMPARE(window.modelPanel()->modelSpec(), path);
 }
 
 void TestUiApp::settingsPersist()

@@ -41,8 +41,8 @@ BubbleChart::BubbleChart(QWidget* parent)
         s->attachAxis(m_axisX);
         s->attachAxis(m_axisY);
     }
-    styleAxis(m_axisX, tr("micro-batches per step (log scale)"));
-    styleAxis(m_axisY, tr("pipeline bubble (% of busy time)"));
+    styleAxis(m_axisX, tr("micro-batches per step (log scale)"), tr("micro-batches"));
+    styleAxis(m_axisY, tr("pipeline bubble (% of busy time)"), tr("bubble (%)"));
     m_axisY->setLabelFormat(QStringLiteral("%.0f"));
     connect(m_curve, &QLineSeries::hovered, this, [this](const QPointF& p, bool state) {
         showToolTip(state ? tr("%1 micro-batches: bubble %2%").arg(std::lround(p.x())).arg(p.y(), 0, 'f', 1)

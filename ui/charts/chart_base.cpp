@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QImageWriter>
 #include <QLegend>
+#include <QLegendMarker>
 #include <QPainter>
 #include <QSvgGenerator>
 #include <QToolTip>
@@ -39,28 +40,97 @@ QSize ChartBase::sizeHint() const
 
 QSize ChartBase::minimumSizeHint() const
 {
-    return {300, 220};
+    return {260, 180};
 }
+
+namespace {
+
+/** Below this size a chart goes compact: it sits in a quarter of a 1280x800 window. */
+constexpr int kCompactWidth = 470;
+constexpr int kCompactHeight = 330;
+
+} // namespace
 
 void ChartBase::setChartTitle(const QString& title, const QString& subtitle)
 {
-    QString html = QStringLiteral("<b>%1</b>").arg(title.toHtmlEscaped());
-    if (!subtitle.isEmpty())
-        html += QStringLiteral("<br><span style=\"color:#555555\">%1</span>").arg(subtitle.toHtmlEscaped());
-    chart()->setTitle(html);
-    QFont titleFont = font();
-    titleFont.setPointSizeF(font().pointSizeF() * 1.05);
-    chart()->setTitleFont(titleFont);
+    m_title = title;
+    m_subtitle = subtitle;
+    applyTitles();
 }
 
-void ChartBase::styleAxis(QAbstractAxis* axis, const QString& title)
+void ChartBase::styleAxis(QAbstractAxis* axis, const QString& title, const QString& compactTitle)
 {
-    axis->setTitleText(title);
-    QFont titleFont = axis->titleFont();
-    titleFont.setBold(false);
-    axis->setTitleFont(titleFont);
     axis->setGridLineColor(QColor(0xE0, 0xE0, 0xE0));
     axis->setLabelsColor(QColor(0x33, 0x33, 0x33));
+    axis->setLabelsFont(labelFont());
+    setAxisTitle(axis, title, compactTitle);
+}
+
+void ChartBase::setAxisTitle(QAbstractAxis* axis, const QString& title, const QString& compactTitle)
+{
+    const auto it
+        = std::find_if(m_axisTitles.begin(), m_axisTitles.end(), [axis](const AxisTitle& t) { return t.axis == axis; });
+    if (it == m_axisTitles.end())
+        m_axisTitles.push_back({axis, title, compactTitle});
+    else
+        *it = {axis, title, compactTitle};
+    applyTitles();
+}
+
+QFont ChartBase::labelFont() const
+{
+    QFont f = font();
+    if (m_compact)
+        f.setPointSizeF(font().pointSizeF() * 0.88);
+    return f;
+}
+
+void ChartBase::applyTitles()
+{
+    QString html = QStringLiteral("<b>%1</b>").arg(m_title.toHtmlEscaped());
+    if (!m_subtitle.isEmpty() && !m_compact)
+        html += QStringLiteral("<br><span style=\"color:#555555\">%1</span>").arg(m_subtitle.toHtmlEscaped());
+    chart()->setTitle(html);
+    QFont titleFont = font();
+    titleFont.setPointSizeF(font().pointSizeF() * (m_compact ? 0.95 : 1.05));
+    chart()->setTitleFont(titleFont);
+    // The subtitle (usually the configuration) stays one hover away when it is not shown.
+    setToolTip(m_compact ? m_subtitle : QString());
+    for (const AxisTitle& t : m_axisTitles) {
+        t.axis->setTitleText(m_compact ? t.compactTitle : t.title);
+        QFont axisFont = labelFont();
+        t.axis->setTitleFont(axisFont);
+    }
+    // Every chart retitles itself after renaming its series: the moment to place the legend.
+    fitLegend();
+}
+
+void ChartBase::resizeEvent(QResizeEvent* event)
+{
+    QChartView::resizeEvent(event);
+    const bool compact = width() < kCompactWidth || height() < kCompactHeight;
+    if (compact != m_compact) {
+        m_compact = compact;
+        chart()->setMargins(compact ? QMargins(2, 2, 2, 2) : QMargins(6, 6, 6, 6));
+        chart()->legend()->setFont(labelFont());
+        for (QAbstractAxis* axis : chart()->axes())
+            axis->setLabelsFont(labelFont());
+        applyTitles();
+    }
+    fitLegend();
+}
+
+void ChartBase::fitLegend()
+{
+    QLegend* legend = chart()->legend();
+    const QFontMetrics fm(legend->font());
+    int needed = 0;
+    // Markers count as hidden until the chart is first shown, so measure every one.
+    for (const QLegendMarker* marker : legend->markers())
+        needed += fm.horizontalAdvance(marker->label()) + fm.height() + 24; // marker, label, spacing
+    const Qt::Alignment alignment = needed + 24 <= width() ? Qt::AlignBottom : Qt::AlignRight;
+    if (legend->alignment() != alignment)
+        legend->setAlignment(alignment);
 }
 
 void ChartBase::showToolTip(const QString& text)

@@ -4,6 +4,8 @@
 #include <QChartView>
 #include <QString>
 
+#include <vector>
+
 class QAbstractAxis;
 class QValueAxis;
 
@@ -12,7 +14,7 @@ namespace shardscape::ui {
 /**
  * What every chart of the app shares: a light theme without animations (the charts follow the
  * selection, and a test or a screenshot must see the final state at once), readable fonts, the
- * legend below, a placeholder title when empty, and PNG/SVG export.
+ * legend below, a placeholder title when empty, a compact form for small sizes, and PNG/SVG export.
  */
 class ChartBase : public QChartView
 {
@@ -32,12 +34,35 @@ public:
     QSize minimumSizeHint() const override;
 
 protected:
-    /** Bold first line, optional grey second line (rich text, so the chart never elides the title). */
+    /** Bold first line, optional grey second line (rich text); compact charts show the first line only. */
     void setChartTitle(const QString& title, const QString& subtitle = QString());
-    /** Axis title with unit, label font and grid style shared by all charts. */
-    static void styleAxis(QAbstractAxis* axis, const QString& title);
+    /** Grid and label style shared by all charts, and the axis title (with unit) in full and compact form. */
+    void styleAxis(QAbstractAxis* axis, const QString& title, const QString& compactTitle);
+    /** Changes an axis title (full and compact form) after styleAxis. */
+    void setAxisTitle(QAbstractAxis* axis, const QString& title, const QString& compactTitle);
+    /** Small charts (a quarter of a laptop window) drop subtitles, shorten axis titles and shrink fonts. */
+    bool isCompact() const { return m_compact; }
+    /** Font for axis labels at the current size. */
+    QFont labelFont() const;
+    /** Legend below when its entries fit on one row, else on the right, one per row (never cut to "..."). */
+    void fitLegend();
     /** Shows a tool tip at the cursor, or hides it when `text` is empty. */
     void showToolTip(const QString& text);
+    void resizeEvent(QResizeEvent* event) override;
+
+private:
+    struct AxisTitle
+    {
+        QAbstractAxis* axis = nullptr; ///< owned by the chart, which outlives this list
+        QString title;
+        QString compactTitle;
+    };
+    void applyTitles();
+
+    QString m_title;
+    QString m_subtitle;
+    std::vector<AxisTitle> m_axisTitles;
+    bool m_compact = false;
 };
 
 /** Okabe-Ito colours (distinguishable under the common colour-vision deficiencies), shared by the charts. */

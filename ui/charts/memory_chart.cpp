@@ -59,8 +59,8 @@ MemoryChart::MemoryChart(QWidget* parent)
         s->attachAxis(m_axisX);
         s->attachAxis(m_axisY);
     }
-    styleAxis(m_axisX, tr("pipeline stage"));
-    styleAxis(m_axisY, tr("memory per device (GB)"));
+    styleAxis(m_axisX, tr("pipeline stage"), tr("stage"));
+    styleAxis(m_axisY, tr("memory per device (GB)"), tr("GB per device"));
     m_axisY->setLabelFormat(QStringLiteral("%.0f"));
     connect(m_bars, &QStackedBarSeries::hovered, this,
             [this](bool hovered, int index, QBarSet* set) { showBarToolTip(hovered, index, set); });
@@ -113,7 +113,8 @@ void MemoryChart::setEvaluation(const Evaluation& evaluation)
     }
     m_bars->append(sets);
     m_axisX->append(categories);
-    m_axisX->setTitleText(stages > 1 ? tr("pipeline stage (one device each)") : tr("the device (no pipeline)"));
+    setAxisTitle(m_axisX, stages > 1 ? tr("pipeline stage (one device each)") : tr("the device (no pipeline)"),
+                 stages > 1 ? tr("stage") : tr("device"));
 
     m_limitGB = evaluation.memory_limit_bytes / kBytesPerGB;
     if (m_limitGB > 0 && stages > 0) {

@@ -97,10 +97,10 @@ ParetoChart::ParetoChart(QWidget* parent)
         s->attachAxis(m_axisX);
         s->attachAxis(m_axisY);
     }
-    styleAxis(m_axisX, tr("step time (s)"));
+    styleAxis(m_axisX, tr("step time (s)"), tr("step (s)"));
     m_axisX->setMinorTickCount(4);
     m_axisX->setMinorGridLineColor(QColor(0xF0, 0xF0, 0xF0));
-    styleAxis(m_axisY, tr("peak memory per device (GB)"));
+    styleAxis(m_axisY, tr("peak memory per device (GB)"), tr("peak GB"));
     m_axisY->setLabelFormat(QStringLiteral("%.0f"));
 
     connect(m_feasible, &QScatterSeries::hovered, this,

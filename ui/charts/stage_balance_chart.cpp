@@ -47,8 +47,8 @@ StageBalanceChart::StageBalanceChart(QWidget* parent)
         s->attachAxis(m_axisX);
         s->attachAxis(m_axisY);
     }
-    styleAxis(m_axisX, tr("pipeline stage: layers"));
-    styleAxis(m_axisY, tr("time per micro-batch (ms)"));
+    styleAxis(m_axisX, tr("pipeline stage: layers"), tr("stage"));
+    styleAxis(m_axisY, tr("time per micro-batch (ms)"), tr("ms per micro-batch"));
     m_axisY->setLabelFormat(QStringLiteral("%.0f"));
     // Queued: the axis reports truncation while the chart lays itself out; relabel after that.
     connect(m_axisX, &QAbstractAxis::labelsTruncatedChanged, this, &StageBalanceChart::onLabelsTruncated,
@@ -150,7 +150,7 @@ void StageBalanceChart::fitCategoryLabels()
     if (m_labels.isEmpty())
         return;
     // Room per bar: the plot area once laid out, else the widget less the value axis and margins.
-    const QFontMetrics fm(m_axisX->labelsFont());
+    const QFontMetrics fm(labelFont());
     const double plotWidth = chart()->plotArea().width() > 0 ? chart()->plotArea().width() : width() - 110.0;
     const double perBar = std::max(1.0, plotWidth / static_cast<double>(m_labels.size()));
     int longest = 0;
@@ -173,10 +173,10 @@ void StageBalanceChart::fitCategoryLabels()
         style = LabelStyle::TwoLines;
     else if (longestRanges + 16 <= perBar)
         style = LabelStyle::ThreeLines;
-    applyLabelStyle(style, fm.horizontalAdvance(QString::number(m_labels.size() - 1)) + 6 > perBar);
+    applyLabelStyle(style, fm.horizontalAdvance(QString::number(m_labels.size() - 1)) + 12 > perBar);
 }
 
-void StageBalanceChart::applyLabelStyle(LabelStyle style, bool vertical)
+void StageBalanceChart::applyLabelStyle(LabelStyle style, bool narrow)
 {
     if (style != m_labelStyle || m_axisX->categories().isEmpty()) {
         m_labelStyle = style;
@@ -202,10 +202,17 @@ void StageBalanceChart::applyLabelStyle(LabelStyle style, bool vertical)
         }
         m_axisX->clear();
         m_axisX->append(categories);
-        m_axisX->setTitleText(style == LabelStyle::Numbers ? tr("pipeline stage (hover a bar for its layers)")
-                                                           : tr("pipeline stage: layers"));
+        setAxisTitle(m_axisX,
+                     style == LabelStyle::Numbers ? tr("pipeline stage (hover a bar for its layers)")
+                                                  : tr("pipeline stage: layers"),
+                     tr("stage"));
     }
-    m_axisX->setLabelsAngle(style == LabelStyle::Numbers && vertical ? -90 : 0);
+    // Crowded bare numbers get a smaller font rather than a rotation: rotated labels need height
+    // that small charts do not have.
+    QFont f = labelFont();
+    if (style == LabelStyle::Numbers && narrow)
+        f.setPointSizeF(f.pointSizeF() * 0.8);
+    m_axisX->setLabelsFont(f);
 }
 
 void StageBalanceChart::onLabelsTruncated(bool truncated)

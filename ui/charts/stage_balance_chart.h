@@ -60,7 +60,7 @@ private:
         Numbers
     };
     void fitCategoryLabels();
-    void applyLabelStyle(LabelStyle style, bool vertical);
+    void applyLabelStyle(LabelStyle style, bool narrow);
     void onLabelsTruncated(bool truncated);
     void showBarToolTip(bool hovered, int index);
 

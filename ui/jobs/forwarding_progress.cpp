@@ -28,8 +28,8 @@ void ForwardingProgress::progress(const std::string& phase, std::uint64_t done, 
         ++m_posted;
     }
     QMetaObject::invokeMethod(
-        m_receiver, [handler = m_onProgress, text = QString::fromStdString(phase), done,
-                     total] { handler(text, done, total); },
+        m_receiver,
+        [handler = m_onProgress, text = QString::fromStdString(phase), done, total] { handler(text, done, total); },
         Qt::QueuedConnection);
 }
 

@@ -4,6 +4,7 @@
 #include "shardscape/support/error.h"
 
 #include <QFuture>
+#include <QMetaObject>
 #include <QObject>
 #include <QString>
 #include <QThreadPool>
@@ -76,12 +77,27 @@ public:
                   outcome.cancelled = stop.stop_requested();
                   return outcome;
               });
-        future.then(m_context, [this, generation, done = std::move(done)](JobOutcome<Result> outcome) mutable {
+        auto deliver = [this, generation, done = std::move(done)](JobOutcome<Result> outcome) mutable {
             if (generation != m_generation)
                 return; // a newer request was made: this answer is stale
             m_running = false;
             done(std::move(outcome));
+        };
+        m_starting = true;
+        future.then(m_context, [this, deliver = std::move(deliver)](JobOutcome<Result> outcome) mutable {
+            // A job that finished before .then() was attached continues right here, inside start(): post it, so
+            // that every answer arrives after start() has returned (and after its "started" signal).
+            if (m_starting)
+                QMetaObject::invokeMethod(
+                    m_context,
+                    [deliver = std::move(deliver), outcome = std::move(outcome)]() mutable {
+                        deliver(std::move(outcome));
+                    },
+                    Qt::QueuedConnection);
+            else
+                deliver(std::move(outcome));
         });
+        m_starting = false;
         return generation;
     }
 
@@ -111,6 +127,7 @@ private:
     std::stop_source m_stop;
     quint64 m_generation = 0;
     bool m_running = false;
+    bool m_starting = false; ///< inside start(), attaching the continuation
 };
 
 } // namespace shardscape::ui

@@ -29,16 +29,16 @@ quint64 PlanJob::start(const PlanRequest& request)
             if (*generation == m_tracker.generation())
                 emit logLine(line);
         });
-    *generation = m_tracker.start(
-        [request, sink](std::stop_token stop) { return runPlanRequest(request, *sink, stop); },
-        [this](JobOutcome<std::shared_ptr<const PlanResult>> outcome) {
-            if (outcome.cancelled)
-                emit cancelled();
-            else if (!outcome.error.isEmpty())
-                emit failed(outcome.error);
-            else
-                emit planAvailable(std::move(*outcome.value));
-        });
+    *generation
+        = m_tracker.start([request, sink](std::stop_token stop) { return runPlanRequest(request, *sink, stop); },
+                          [this](JobOutcome<std::shared_ptr<const PlanResult>> outcome) {
+                              if (outcome.cancelled)
+                                  emit cancelled();
+                              else if (!outcome.error.isEmpty())
+                                  emit failed(outcome.error);
+                              else
+                                  emit planAvailable(std::move(*outcome.value));
+                          });
     emit started(*generation);
     return *generation;
 }

@@ -595,7 +595,8 @@ void TimelineView::paintHeader(QPainter& painter, int width)
             painter.setPen(pal.color(QPalette::Mid));
             painter.drawRect(item.swatch.adjusted(0, 0, -1, -1));
         } else {
-            const QColor color = blend(QColor(kKinds[0].color), pal.color(QPalette::Base), 0.45);
+            // Neutral: a folded mark takes the colour of whatever kind dominates it.
+            const QColor color = blend(pal.color(QPalette::Text), pal.color(QPalette::Base), 0.55);
             painter.fillRect(item.swatch, color);
             painter.fillRect(item.swatch, QBrush(pal.color(QPalette::Base), Qt::Dense6Pattern));
             painter.setPen(color.darker(150));

@@ -103,10 +103,9 @@ bool AnalysisViews::isEmpty() const
 void AnalysisViews::arrangeCharts(QSize area)
 {
     const auto count = static_cast<int>(m_charts.size());
-    const ChartLayout layout = area.width() >= count * kChartWidth ? ChartLayout::Row
-        : area.width() >= 2 * kChartWidth && area.height() >= 2 * kChartHeight
-        ? ChartLayout::Grid
-        : ChartLayout::Tabs;
+    const ChartLayout layout = area.width() >= count * kChartWidth             ? ChartLayout::Row
+        : area.width() >= 2 * kChartWidth && area.height() >= 2 * kChartHeight ? ChartLayout::Grid
+                                                                               : ChartLayout::Tabs;
     if (layout == m_layout)
         return;
     m_layout = layout;
@@ -144,25 +143,44 @@ bool AnalysisViews::eventFilter(QObject* watched, QEvent* event)
     return QWidget::eventFilter(watched, event);
 }
 
-void AnalysisViews::showEvaluation(const Evaluation& evaluation, const std::vector<Layer>& layers,
-                                   const std::vector<std::pair<int, double>>& bubbleCurve, const QString& title)
+void AnalysisViews::showEvaluation(std::shared_ptr<const Evaluation> evaluation, std::shared_ptr<const CostModel> model,
+                                   std::vector<std::pair<int, double>> bubbleCurve, const QString& title)
 {
+    // One step per view: each view's update and its repaint get an event-loop pass of their own.
+    auto steps = std::make_shared<std::vector<std::function<void()>>>();
 #ifdef SHARDSCAPE_TIMELINE_VIEW
-    m_timeline->setTimeline(evaluation.simulation, title);
+    steps->push_back([this, evaluation, title] { m_timeline->setTimeline(evaluation->simulation, title); });
 #endif
 #ifdef SHARDSCAPE_MEMORY_CHART
-    m_memory->setEvaluation(evaluation);
+    steps->push_back([this, evaluation] { m_memory->setEvaluation(*evaluation); });
 #endif
 #ifdef SHARDSCAPE_BUBBLE_CHART
-    m_bubble->setCurve(bubbleCurve, evaluation.config.num_microbatches);
+    steps->push_back([this, evaluation, curve = std::move(bubbleCurve)] {
+        m_bubble->setCurve(curve, evaluation->config.num_microbatches);
+    });
 #endif
 #ifdef SHARDSCAPE_BALANCE_CHART
-    m_balance->setEvaluation(evaluation, layers);
+    steps->push_back([this, evaluation, model] { m_balance->setEvaluation(*evaluation, model->layers()); });
 #endif
     Q_UNUSED(evaluation)
-    Q_UNUSED(layers)
+    Q_UNUSED(model)
     Q_UNUSED(bubbleCurve)
     Q_UNUSED(title)
+    runUpdates(++m_showGeneration, std::move(steps), 0);
+}
+
+void AnalysisViews::runUpdates(quint64 generation, std::shared_ptr<std::vector<std::function<void()>>> steps,
+                               std::size_t next)
+{
+    if (generation != m_showGeneration)
+        return; // a newer evaluation took over
+    if (next == steps->size()) {
+        emit evaluationShown();
+        return;
+    }
+    (*steps)[next]();
+    QMetaObject::invokeMethod(
+        this, [this, generation, steps, next] { runUpdates(generation, steps, next + 1); }, Qt::QueuedConnection);
 }
 
 void AnalysisViews::setCandidates(const PlanResult& result, int selectedFeasible)
@@ -184,6 +202,7 @@ void AnalysisViews::setSelectedCandidate(int selectedFeasible)
 
 void AnalysisViews::clear()
 {
+    ++m_showGeneration;
 #ifdef SHARDSCAPE_TIMELINE_VIEW
     m_timeline->clear();
 #endif

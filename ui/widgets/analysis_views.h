@@ -6,6 +6,7 @@
 #include <QWidget>
 
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -37,9 +38,13 @@ public:
     /** True when neither the timeline nor any chart is built in. */
     bool isEmpty() const;
 
-    /** Shows one configuration: timeline (when simulated), memory, stage balance and the bubble curve. */
-    void showEvaluation(const Evaluation& evaluation, const std::vector<Layer>& layers,
-                        const std::vector<std::pair<int, double>>& bubbleCurve, const QString& title);
+    /**
+     * Shows one configuration: timeline (when simulated), memory, stage balance and the bubble curve. The views are
+     * updated one per event-loop pass, so that no single pass stalls the GUI for long; evaluationShown() follows
+     * the last one. A newer call abandons what is left of an older one.
+     */
+    void showEvaluation(std::shared_ptr<const Evaluation> evaluation, std::shared_ptr<const CostModel> model,
+                        std::vector<std::pair<int, double>> bubbleCurve, const QString& title);
     /** Every candidate of a plan on the Pareto chart; `selectedFeasible` indexes result.top (-1: none). */
     void setCandidates(const PlanResult& result, int selectedFeasible);
     /** Marks another candidate (index into the plan's top; -1: none) without rebuilding the Pareto chart. */
@@ -72,6 +77,8 @@ public:
     void restoreState(const QByteArray& state);
 
 signals:
+    /** Every view shows the evaluation passed to the latest showEvaluation(). */
+    void evaluationShown();
     /** The user clicked a feasible candidate on the Pareto chart (index into the plan's top). */
     void candidateClicked(int feasibleIndex);
 
@@ -80,6 +87,7 @@ protected:
 
 private:
     void arrangeCharts(QSize area);
+    void runUpdates(quint64 generation, std::shared_ptr<std::vector<std::function<void()>>> steps, std::size_t next);
 
     QSplitter* m_splitter;
     QStackedWidget* m_chartArea = nullptr;
@@ -88,6 +96,7 @@ private:
     QTabWidget* m_chartTabs = nullptr;
     std::vector<std::pair<QWidget*, QString>> m_charts; ///< with their tab titles
     ChartLayout m_layout = ChartLayout::None;
+    quint64 m_showGeneration = 0;
     TimelineView* m_timeline = nullptr;
     MemoryChart* m_memory = nullptr;
     ParetoChart* m_pareto = nullptr;

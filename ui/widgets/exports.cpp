@@ -19,6 +19,17 @@ QByteArray pretty(const nlohmann::json& doc)
     return QByteArray::fromStdString(doc.dump(2) + "\n");
 }
 
+PlanFileContext contextFor(const Evaluation& chosen, const CostModel& model, const PlanRequest& request)
+{
+    PlanFileContext context;
+    context.global_batch = chosen.config.globalBatch();
+    context.seq_len = model.graph().seq_len;
+    context.model_spec = request.model_spec;
+    context.created_by = "shardscape (desktop app)";
+    context.version = SHARDSCAPE_VERSION;
+    return context;
+}
+
 } // namespace
 
 void saveFileAtomically(const QString& path, const QByteArray& data)
@@ -34,13 +45,15 @@ void saveFileAtomically(const QString& path, const QByteArray& data)
 
 QByteArray planFileText(const Evaluation& chosen, const CostModel& model, const PlanRequest& request)
 {
-    PlanFileContext context;
-    context.global_batch = chosen.config.globalBatch();
-    context.seq_len = model.graph().seq_len;
-    context.model_spec = request.model_spec;
-    context.created_by = "shardscape (desktop app)";
-    context.version = SHARDSCAPE_VERSION;
-    return pretty(planToJson(chosen, model, context));
+    return pretty(planToJson(chosen, model, contextFor(chosen, model, request)));
+}
+
+ExportResult exportedText(ExportTarget target, const Evaluation& chosen, const CostModel& model,
+                          const PlanRequest& request, const SimulationResult* timeline)
+{
+    const LoadedPlan plan
+        = planFromJson(planToJson(chosen, model, contextFor(chosen, model, request)), "the selected plan");
+    return exportPlan(target, plan, model.graph(), model.cluster(), timeline);
 }
 
 QByteArray resultFileText(const PlanResult& result)

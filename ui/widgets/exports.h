@@ -3,6 +3,8 @@
 
 #include "jobs/plan_request.h"
 
+#include "shardscape/plan/exporters.h"
+
 #include <QByteArray>
 #include <QString>
 
@@ -19,6 +21,14 @@ QByteArray planFileText(const Evaluation& chosen, const CostModel& model, const 
 
 /** The result document (shardscape.result/1, resultJson): every candidate, feasible first, and the search counts. */
 QByteArray resultFileText(const PlanResult& result);
+
+/**
+ * One of the core's exporters (torchtitan TOML, Megatron-LM script, DeepSpeed JSON, torchrun launcher, Chrome trace,
+ * MoAI dump) for the selected candidate: the plan file is built as planFileText() would, read back and exported
+ * for the plan's own cluster. `timeline` (may be null) saves re-simulating for the Chrome trace.
+ */
+ExportResult exportedText(ExportTarget target, const Evaluation& chosen, const CostModel& model,
+                          const PlanRequest& request, const SimulationResult* timeline);
 
 /** The timeline as Chrome Trace Event JSON (Perfetto, chrome://tracing). InputError when it has no events. */
 QByteArray chromeTraceText(const Evaluation& evaluation);

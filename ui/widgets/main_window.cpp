@@ -171,11 +171,13 @@ void MainWindow::createPanels()
     connect(m_candidates, &CandidatesPanel::pinRequested, this, &MainWindow::pinCandidate);
     // The Pareto chart indexes the feasible candidates, which are the table's first rows.
     connect(m_views, &AnalysisViews::candidateClicked, m_candidates, &CandidatesPanel::selectCandidate);
+    connect(m_views, &AnalysisViews::evaluationShown, this, &MainWindow::emitShown);
     connect(m_whatIf, &WhatIfPanel::configEdited, this, &MainWindow::onWhatIfEdited);
     connect(m_whatIf, &WhatIfPanel::resetRequested, this, [this] { onCandidateChanged(m_selectedRow); });
     connect(m_whatIf, &WhatIfPanel::pinRequested, this, [this] {
         if (m_whatIf->result())
-            m_compare->pin(*m_whatIf->result(), tr("what-if %1").arg(format::text(m_whatIf->result()->config.describe())));
+            m_compare->pin(*m_whatIf->result(),
+                           tr("what-if %1").arg(format::text(m_whatIf->result()->config.describe())));
     });
 }
 
@@ -279,20 +281,54 @@ void MainWindow::createActions()
         exportWithDialog(tr("Export Chrome Trace"), tr("Trace files (*.json)"), QStringLiteral("trace.json"),
                          [this](const QString& path) { return exportChromeTrace(path); });
     });
+    // The core's exporters for the selected plan; the plan file and the shown timeline are above.
+    exportMenu->addSeparator();
+    for (const ExportTarget target : exportTargets()) {
+        if (target == ExportTarget::Json || target == ExportTarget::ChromeTrace)
+            continue;
+        const QString name = format::text(exportTargetName(target));
+        const QString suffix = format::text(exportTargetSuffix(target));
+        QString title;
+        switch (target) {
+        case ExportTarget::Torchtitan:
+            title = tr("&torchtitan Job (TOML)…");
+            break;
+        case ExportTarget::Megatron:
+            title = tr("&Megatron-LM Launch Script…");
+            break;
+        case ExportTarget::DeepSpeed:
+            title = tr("&DeepSpeed Config (JSON)…");
+            break;
+        case ExportTarget::Torchrun:
+            title = tr("torch&run Launcher…");
+            break;
+        case ExportTarget::Dump:
+            title = tr("Selected-Config D&ump…");
+            break;
+        case ExportTarget::Json:
+        case ExportTarget::ChromeTrace:
+            break;
+        }
+        if (title.isEmpty())
+            title = name + QStringLiteral("…");
+        connect(exportMenu->addAction(title), &QAction::triggered, this, [this, target, name, suffix] {
+            exportWithDialog(tr("Export for %1").arg(name), tr("%1 files (*%2)").arg(name, suffix), name + suffix,
+                             [this, target](const QString& path) { return exportForTarget(target, path); });
+        });
+    }
     const auto views = m_views->imageViews();
     if (!views.empty()) {
         m_exportImageMenu = exportMenu->addMenu(tr("&Image"));
         for (const auto& view : views) {
             connect(m_exportImageMenu->addAction(view.name + QStringLiteral("…")), &QAction::triggered, this,
                     [this, view] {
-                        exportWithDialog(tr("Export %1").arg(view.name),
-                                         tr("PNG image (*.png);;SVG image (*.svg)"), view.fileStem + QStringLiteral(".png"),
-                                         [this, view](const QString& path) {
+                        exportWithDialog(tr("Export %1").arg(view.name), tr("PNG image (*.png);;SVG image (*.svg)"),
+                                         view.fileStem + QStringLiteral(".png"), [this, view](const QString& path) {
                                              if (view.exportImage(path))
                                                  return true;
-                                             reportError(tr("Export Failed"),
-                                                         tr("cannot write %1 (choose a folder you can write to)")
-                                                             .arg(path));
+                                             reportError(
+                                                 tr("Export Failed"),
+                                                 tr("cannot write %1 (choose a folder you can write to)").arg(path));
                                              return false;
                                          });
                     });
@@ -470,13 +506,20 @@ void MainWindow::onPlanAvailable(std::shared_ptr<const PlanResult> result)
     QStringList why;
     for (const auto& line : m_result->explanation.lines)
         why << QString::fromStdString(line);
-    why << QString() << tr("%1 candidates, %2 feasible, %3 simulated in %4.")
-                            .arg(m_result->counts.candidates_total)
-                            .arg(m_result->counts.candidates_feasible)
-                            .arg(m_result->counts.simulated)
-                            .arg(format::seconds(m_result->counts.elapsed_s));
+    why << QString()
+        << tr("%1 candidates, %2 feasible, %3 simulated in %4.")
+               .arg(m_result->counts.candidates_total)
+               .arg(m_result->counts.candidates_feasible)
+               .arg(m_result->counts.simulated)
+               .arg(format::seconds(m_result->counts.elapsed_s));
     m_explanation->setPlainText(why.join(QLatin1Char('\n')));
     m_views->setCandidates(*m_result, m_result->top.empty() ? -1 : 0);
+    const Cluster& cluster = m_result->model->cluster();
+    setWindowTitle(tr("%1 on %2 × %3 %4")
+                       .arg(QString::fromStdString(m_result->model->graph().name))
+                       .arg(cluster.nodes)
+                       .arg(cluster.gpus_per_node)
+                       .arg(QString::fromStdString(cluster.device.name)));
     statusBar()->showMessage(tr("Planned %1 on %2 GPUs: %3 feasible candidates")
                                  .arg(QString::fromStdString(m_result->model->graph().name))
                                  .arg(m_result->model->cluster().worldSize())
@@ -545,19 +588,27 @@ void MainWindow::onEvaluationAvailable(const SelectionEvaluation& result)
     if (!m_result)
         return;
     const Evaluation& e = *result.evaluation;
+    m_shown = result.evaluation;
+    m_shownPurpose = result.purpose;
     if (result.purpose == EvaluationPurpose::Selection) {
         m_selected = result.evaluation;
-        m_shown = result.evaluation;
         m_whatIf->setBaseline(e, m_result->model->cluster().worldSize());
-        m_views->showEvaluation(e, m_result->model->layers(), result.bubble_curve, candidateTitle(m_selectedRow));
-        emit selectionShown();
+        m_views->showEvaluation(result.evaluation, m_result->model, result.bubble_curve, candidateTitle(m_selectedRow));
     } else {
-        m_shown = result.evaluation;
         m_whatIf->showResult(e, result.evaluate_s);
-        m_views->showEvaluation(e, m_result->model->layers(), result.bubble_curve,
+        m_views->showEvaluation(result.evaluation, m_result->model, result.bubble_curve,
                                 tr("what-if  %1").arg(format::text(e.config.describe())));
-        emit whatIfShown();
     }
+    if (m_views->isEmpty())
+        emitShown();
+}
+
+void MainWindow::emitShown()
+{
+    if (m_shownPurpose == EvaluationPurpose::Selection)
+        emit selectionShown();
+    else
+        emit whatIfShown();
 }
 
 void MainWindow::pinCandidate(int row)
@@ -624,6 +675,29 @@ bool MainWindow::exportChromeTrace(const QString& path)
         if (!m_shown)
             throw InputError("there is no timeline to export", "plan (Ctrl+R) and select a candidate");
         saveFileAtomically(path, chromeTraceText(*m_shown));
+        return true;
+    } catch (const InputError& error) {
+        reportError(tr("Export Failed"), QString::fromStdString(error.message()));
+    }
+    return false;
+}
+
+bool MainWindow::exportForTarget(ExportTarget target, const QString& path)
+{
+    try {
+        const int row = m_candidates->currentCandidate();
+        const Evaluation* e = m_candidates->model()->evaluation(row);
+        if (!m_result || !e)
+            throw InputError("there is no selected plan to export", "plan (Ctrl+R) and select a candidate");
+        // The selection's re-evaluated timeline saves the exporter a re-simulation.
+        const SimulationResult* timeline = m_selected && m_selected->config.describe() == e->config.describe()
+            ? m_selected->simulation.get()
+            : nullptr;
+        const ExportResult exported = exportedText(target, *e, *m_result->model, m_resultRequest, timeline);
+        saveFileAtomically(path, QByteArray::fromStdString(exported.text));
+        // What the target cannot express is also written into the file as comments.
+        for (const auto& note : exported.notes)
+            m_log->appendPlainText(tr("export note: %1").arg(QString::fromStdString(note)));
         return true;
     } catch (const InputError& error) {
         reportError(tr("Export Failed"), QString::fromStdString(error.message()));

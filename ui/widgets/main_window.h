@@ -5,6 +5,8 @@
 #include "jobs/selection_evaluation.h"
 #include "models/model_overview.h"
 
+#include "shardscape/plan/exporters.h"
+
 #include <QMainWindow>
 
 #include <functional>
@@ -69,6 +71,8 @@ public:
     bool exportPlan(const QString& path);
     bool exportResult(const QString& path);
     bool exportChromeTrace(const QString& path);
+    /** The selected candidate through one of the core's exporters (torchtitan, Megatron-LM, DeepSpeed, ...). */
+    bool exportForTarget(ExportTarget target, const QString& path);
 
     // For tests and the app's --screenshot.
     PlanJob* planJob() const { return m_planJob; }
@@ -117,6 +121,8 @@ private:
     void onCandidateChanged(int row);
     void onEvaluationAvailable(const SelectionEvaluation& result);
     void onWhatIfEdited(const ParallelConfig& config);
+    /** selectionShown() or whatIfShown(), as the evaluation on display is. */
+    void emitShown();
     void pinCandidate(int row);
     void exportWithDialog(const QString& title, const QString& filter, const QString& suffix,
                           const std::function<bool(const QString&)>& write);
@@ -158,6 +164,7 @@ private:
     std::shared_ptr<const ModelOverview> m_overview;
     std::shared_ptr<const Evaluation> m_selected; ///< the selection, re-evaluated with its timeline
     std::shared_ptr<const Evaluation> m_shown;
+    EvaluationPurpose m_shownPurpose = EvaluationPurpose::Selection;
     int m_selectedRow = -1;
     QString m_lastError;
     QString m_lastDir;

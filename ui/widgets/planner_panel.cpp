@@ -78,7 +78,8 @@ PlannerPanel::PlannerPanel(QWidget* parent)
                         {tr("interleaved 1F1B"), QStringLiteral("interleaved")},
                         {tr("zero bubble (ZB-H1)"), QStringLiteral("zb-h1")}},
                        tr("pipeline_scheduler"));
-    m_solver = combo(this, {{tr("dp (dynamic programming)"), QStringLiteral("dp")}, {tr("ilp (CBC)"), QStringLiteral("ilp")}},
+    m_solver = combo(this,
+                     {{tr("dp (dynamic programming)"), QStringLiteral("dp")}, {tr("ilp (CBC)"), QStringLiteral("ilp")}},
                      tr("solver: the intra-op sharding solver"));
     m_topk->setRange(1, 10000);
     m_topk->setValue(20);

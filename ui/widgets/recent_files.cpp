@@ -46,7 +46,8 @@ void RecentFiles::rebuildMenu()
         auto* action = m_menu->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QDir::toNativeSeparators(path)));
         action->setEnabled(QFileInfo::exists(path));
         // Queued: the slot may rebuild this menu, deleting the action that is still emitting.
-        connect(action, &QAction::triggered, this, [this, path] { emit fileChosen(path); }, Qt::QueuedConnection);
+        connect(
+            action, &QAction::triggered, this, [this, path] { emit fileChosen(path); }, Qt::QueuedConnection);
     }
     if (m_files.isEmpty()) {
         m_menu->addAction(tr("(no recent files)"))->setEnabled(false);

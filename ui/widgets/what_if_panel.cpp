@@ -104,8 +104,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         m_zero->addItem(QString::number(zero), zero);
     for (const auto kind : {RecomputeKind::None, RecomputeKind::Selective, RecomputeKind::Full})
         m_recompute->addItem(format::text(recomputeName(kind)), static_cast<int>(kind));
-    for (const auto kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B,
-                            ScheduleKind::ZeroBubbleH1})
+    for (const auto kind :
+         {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B, ScheduleKind::ZeroBubbleH1})
         m_schedule->addItem(format::text(scheduleName(kind)), static_cast<int>(kind));
     m_stageLayers->setPlaceholderText(tr("automatic"));
     m_stageLayers->setToolTip(tr("Layers per pipeline stage (per model chunk with vpp > 1), comma-separated; "
@@ -276,13 +276,13 @@ ParallelConfig WhatIfPanel::editedConfig() const
 
 void WhatIfPanel::setValue(const QString& field, int value)
 {
-    QSpinBox* box = field == QLatin1String("tp")      ? m_tp
-        : field == QLatin1String("pp")                ? m_pp
-        : field == QLatin1String("dp")                ? m_dp
-        : field == QLatin1String("vpp")               ? m_vpp
-        : field == QLatin1String("micro_batch")       ? m_microBatch
+    QSpinBox* box = field == QLatin1String("tp")     ? m_tp
+        : field == QLatin1String("pp")               ? m_pp
+        : field == QLatin1String("dp")               ? m_dp
+        : field == QLatin1String("vpp")              ? m_vpp
+        : field == QLatin1String("micro_batch")      ? m_microBatch
         : field == QLatin1String("num_microbatches") ? m_microBatches
-                                                      : nullptr;
+                                                     : nullptr;
     if (box)
         box->setValue(value);
 }
@@ -291,7 +291,8 @@ void WhatIfPanel::showResult(const Evaluation& result, double seconds)
 {
     m_result = result;
     updateTable();
-    QString status = result.feasible ? tr("Feasible.") : tr("Infeasible: %1").arg(QString::fromStdString(result.reason));
+    QString status
+        = result.feasible ? tr("Feasible.") : tr("Infeasible: %1").arg(QString::fromStdString(result.reason));
     status += QLatin1Char(' ') + tr("Re-simulated in %1.").arg(format::seconds(seconds));
     m_status->setText(status);
 }
@@ -318,9 +319,8 @@ void WhatIfPanel::updateTable()
     const Evaluation* b = m_result ? &*m_result : nullptr;
     const bool both = b && measured(a) && measured(*b);
     const QString none = QStringLiteral("—");
-    const auto measuredText = [&](const Evaluation* e, auto f) {
-        return e && measured(*e) ? f(*e) : (e ? none : QString());
-    };
+    const auto measuredText
+        = [&](const Evaluation* e, auto f) { return e && measured(*e) ? f(*e) : (e ? none : QString()); };
 
     set(StepRow, measuredText(&a, [](const Evaluation& e) { return format::seconds(e.step_time); }),
         measuredText(b, [](const Evaluation& e) { return format::seconds(e.step_time); }),
@@ -342,8 +342,7 @@ void WhatIfPanel::updateTable()
         b && peak(a) > 0 && peak(*b) > 0 ? colored(format::relativeDelta(peak(a), peak(*b)), peak(*b) <= peak(a))
                                          : QString());
     set(BubbleRow, measuredText(&a, [](const Evaluation& e) { return QLocale::c().toString(e.bubble_ratio, 'f', 3); }),
-        measuredText(b, [](const Evaluation& e) { return QLocale::c().toString(e.bubble_ratio, 'f', 3); }),
-        QString());
+        measuredText(b, [](const Evaluation& e) { return QLocale::c().toString(e.bubble_ratio, 'f', 3); }), QString());
     set(GpusRow, QString::number(a.config.worldSize()), b ? QString::number(b->config.worldSize()) : QString(),
         b && b->config.worldSize() != m_clusterGpus ? tr("cluster: %1").arg(m_clusterGpus) : QString());
     set(BatchRow, QString::number(a.config.globalBatch()), b ? QString::number(b->config.globalBatch()) : QString(),

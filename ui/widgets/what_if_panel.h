@@ -19,8 +19,8 @@ namespace shardscape::ui {
 /**
  * Edits the selected plan's configuration (tp, pp, dp, vpp, micro-batch, micro-batches, ZeRO, recomputation,
  * schedule, layers per stage) and shows the re-simulated result against the original: step time, throughput, MFU,
- * peak memory and bubble, with their change. Edits within one event-loop pass are coalesced, then configEdited() asks for a
- * re-simulation.
+ * peak memory and bubble, with their change. Edits within one event-loop pass are coalesced, then configEdited() asks
+ * for a re-simulation.
  */
 class WhatIfPanel : public QWidget
 {

@@ -2,13 +2,15 @@
 // Imports an ONNX model as a ModelGraph with the HF builder's cost conventions (transformer_builder.cpp).
 //
 // Phases: parse (size-checked) -> safety (external-data locations, control flow) -> bind symbolic dims ->
-// ONNX shape inference -> classify values (activations, statics, weights) -> find patterns (norm chains,
-// Linear + bias, attention cores, log-softmax + NLL) -> emit ops in topological order -> resolve modules.
+// ONNX shape inference, with the static shape arithmetic it cannot follow evaluated here and fed back ->
+// classify values (activations, statics, weights) -> find patterns (norm chains, Linear + bias, attention
+// cores, log-softmax + NLL) -> emit ops in topological order -> resolve modules.
 //
 // Values are of three kinds. Weights: floating-point initializers with more than one element, and views
 // of them (Transpose, Cast, Reshape, ... of weights and constants only: torch writes tied heads that way).
 // Statics: everything computable without activations (constants, shapes, shape arithmetic, masks,
-// position ranges, rotary tables); their nodes are folded and emit no op. Activations: the rest.
+// position ranges, rotary tables); their nodes are folded and emit no op, except a Gather from a weight
+// table (learned positions), which is an Embedding. Activations: the rest.
 #include "shardscape/model/onnx_import.h"
 
 #include "shardscape/support/error.h"
@@ -19,14 +21,15 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
-#include <array>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
-#include <set>
 #include <span>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -561,12 +564,13 @@ std::optional<StaticTensor> binaryStatic(const std::string& op, const StaticTens
         const std::int64_t x = a.data[aScalar ? 0 : i];
         const std::int64_t y = b.data[bScalar ? 0 : i];
         std::int64_t r = 0;
+        bool overflow = false; // a malformed model's arithmetic must not be undefined behaviour
         if (op == "Add")
-            r = x + y;
+            overflow = __builtin_add_overflow(x, y, &r);
         else if (op == "Sub")
-            r = x - y;
+            overflow = __builtin_sub_overflow(x, y, &r);
         else if (op == "Mul")
-            r = x * y;
+            overflow = __builtin_mul_overflow(x, y, &r);
         else if (op == "Div" || op == "Mod") {
             if (y == 0)
                 return std::nullopt;
@@ -590,6 +594,8 @@ std::optional<StaticTensor> binaryStatic(const std::string& op, const StaticTens
         else if (op == "Or")
             r = (x != 0) || (y != 0);
         else
+            return std::nullopt;
+        if (overflow)
             return std::nullopt;
         out.data.push_back(r);
     }
@@ -750,10 +756,10 @@ std::optional<StaticTensor> evaluateStatic(const onnx::NodeProto& node, const st
         const std::int64_t step = steps.empty() ? 1 : steps.front();
         if (step != 1)
             return std::nullopt;
-        std::int64_t b = starts.front() < 0 ? starts.front() + n : starts.front();
-        std::int64_t e = ends.front() < 0 ? ends.front() + n : ends.front();
-        b = std::clamp(b, std::int64_t {0}, n);
-        e = std::clamp(e, std::int64_t {0}, n);
+        // Clamp before adding: slice bounds are often INT64_MAX or INT64_MIN.
+        const auto bound = [n](std::int64_t v) { return v < 0 ? std::max(v, -n) + n : std::min(v, n); };
+        const std::int64_t b = bound(starts.front());
+        const std::int64_t e = bound(ends.front());
         StaticTensor s;
         s.type = x.type;
         s.data.assign(x.data.begin() + b, x.data.begin() + std::max(b, e));
@@ -810,10 +816,12 @@ std::optional<StaticTensor> evaluateStatic(const onnx::NodeProto& node, const st
         const auto delta = scalarOf(input(2));
         if (!start || !limit || !delta || *delta == 0)
             return std::nullopt;
-        const std::int64_t count
-            = std::max<std::int64_t>(0, (*limit - *start + *delta - (*delta > 0 ? 1 : -1)) / *delta);
-        if (count > static_cast<std::int64_t>(kMaxStaticElements))
+        // ceil((limit - start) / delta) in doubles: extreme bounds must not overflow
+        const double steps
+            = std::ceil((static_cast<double>(*limit) - static_cast<double>(*start)) / static_cast<double>(*delta));
+        if (!(steps <= static_cast<double>(kMaxStaticElements)))
             return std::nullopt;
+        const auto count = static_cast<std::int64_t>(std::max(0.0, steps));
         StaticTensor s;
         s.type = x.type;
         for (std::int64_t i = 0; i < count; ++i)
@@ -1088,10 +1096,11 @@ private:
     bool inferShapesOnce()
     {
         // error_mode 0: node-level failures (custom ops without a schema) leave those shapes unknown instead of
-        // aborting; data propagation turns Shape -> Gather -> Concat -> Reshape chains into concrete shapes.
+        // aborting. No data propagation: ONNX 1.12's crashes on an unknown op in the default domain (a null
+        // schema), and the shape arithmetic it would follow is evaluated here instead (foldStaticOperands).
         try {
             onnx::shape_inference::InferShapes(m_model, onnx::OpSchemaRegistry::Instance(),
-                                               onnx::ShapeInferenceOptions(false, 0, true));
+                                               onnx::ShapeInferenceOptions(false, 0, false));
             return true;
         } catch (const std::exception& e) {
             m_inferenceError = firstLine(e.what());
@@ -1100,22 +1109,18 @@ private:
     }
 
     /**
-     * Shape inference, then the shape arithmetic ONNX 1.12's data propagation does not follow (Div, Where,
-     * Equal, ConstantOfShape, Range: torch's dynamic-axes exports are full of them) is evaluated here and the
-     * results written as constants where activations' shapes depend on them; inference runs again (a few
-     * passes at most, until nothing new is learnt).
+     * Shape inference; when it leaves shapes unknown, the static shape arithmetic (Shape, Gather, Concat, Div,
+     * Where, Equal, ConstantOfShape, Range, ...: torch's dynamic-axes exports are full of it) is evaluated here,
+     * the results written as constants where nodes that read activations use them, and inference runs again
+     * (a few passes at most, until nothing new is learnt).
      */
     void inferShapes()
     {
         auto* graph = m_model.mutable_graph();
         const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> original = graph->value_info();
         bool ok = inferShapesOnce();
-        // Shape arithmetic starts at Shape / Size nodes; a model without them has nothing to fold.
-        bool dynamic = false;
-        for (const auto& node : graph->node())
-            dynamic = dynamic || node.op_type() == "Shape" || node.op_type() == "Size";
-        for (int pass = 0; ok && dynamic && pass < 3; ++pass) {
-            if (foldStaticOperands() == 0)
+        for (int pass = 0; pass < 3; ++pass) {
+            if (everyOutputShaped() || foldStaticOperands(knownShapes()) == 0)
                 break;
             *graph->mutable_value_info() = original;
             ok = inferShapesOnce();
@@ -1129,14 +1134,11 @@ private:
     {
         std::unordered_map<std::string, Shape> shapes;
         const auto take = [&shapes](const onnx::ValueInfoProto& vi) {
-            if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape())
+            if (!completeShape(vi))
                 return;
             Shape shape;
-            for (const auto& d : vi.type().tensor_type().shape().dim()) {
-                if (!d.has_dim_value())
-                    return;
+            for (const auto& d : vi.type().tensor_type().shape().dim())
                 shape.push_back(d.dim_value());
-            }
             shapes[vi.name()] = std::move(shape);
         };
         const auto& graph = m_model.graph();
@@ -1152,10 +1154,38 @@ private:
     }
 
     /** Evaluates static integer values node by node; returns how many node inputs it replaced by constants. */
-    int foldStaticOperands()
+    static bool completeShape(const onnx::ValueInfoProto& vi)
+    {
+        if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape())
+            return false;
+        for (const auto& d : vi.type().tensor_type().shape().dim())
+            if (!d.has_dim_value())
+                return false;
+        return true;
+    }
+
+    /** Whether inference left nothing to learn: every node output has a complete shape. */
+    bool everyOutputShaped() const
+    {
+        const auto& graph = m_model.graph();
+        std::unordered_set<std::string_view> shaped;
+        shaped.reserve(static_cast<std::size_t>(graph.value_info_size() + graph.output_size()));
+        for (const auto& vi : graph.value_info())
+            if (completeShape(vi))
+                shaped.insert(vi.name());
+        for (const auto& vi : graph.output())
+            if (completeShape(vi))
+                shaped.insert(vi.name());
+        for (const auto& node : graph.node())
+            for (const auto& out : node.output())
+                if (!out.empty() && !shaped.count(out))
+                    return false;
+        return true;
+    }
+
+    int foldStaticOperands(const std::unordered_map<std::string, Shape>& shapes)
     {
         auto* graph = m_model.mutable_graph();
-        const auto shapes = knownShapes();
         std::unordered_map<std::string, StaticTensor> values;
         std::unordered_set<std::string> constants; // initializers and Constant outputs: nothing to replace
         for (const auto& t : graph->initializer()) {
@@ -2655,15 +2685,15 @@ private:
             const double skv = kShape.size() == 4 ? static_cast<double>(kShape[2]) : static_cast<double>(qShape[2]);
             const double dv = vShape.size() == 4 ? static_cast<double>(vShape[3]) : static_cast<double>(qShape[3]);
             heads = qShape[1];
-            flops = 2 * static_cast<double>(qShape[0] * qShape[1] * qShape[2]) * skv
-                * (static_cast<double>(qShape[3]) + dv);
+            flops = 2 * static_cast<double>(qShape[0]) * static_cast<double>(qShape[1]) * static_cast<double>(qShape[2])
+                * skv * (static_cast<double>(qShape[3]) + dv);
         } else if (qShape.size() == 3) {
             // [b, s, hidden]; packed q/k/v when there is no separate key
             const bool packed = !isActivation(k);
             const double hq = static_cast<double>(packed ? qShape[2] / 3 : qShape[2]);
             const double skv = kShape.size() == 3 ? static_cast<double>(kShape[1]) : static_cast<double>(qShape[1]);
             const double hv = vShape.size() == 3 ? static_cast<double>(vShape[2]) : hq;
-            flops = 2 * static_cast<double>(qShape[0] * qShape[1]) * skv * (hq + hv);
+            flops = 2 * static_cast<double>(qShape[0]) * static_cast<double>(qShape[1]) * skv * (hq + hv);
         }
         Op core = baseOp(n, OpKind::FlashAttention);
         core.saved = core.inputs;
