@@ -49,7 +49,8 @@ SelectionEvaluation evaluateSelection(const EvaluationRequest& request, std::sto
     // The bubble is a property of the schedule's shape, so the curve keeps everything but the micro-batch count
     // (and with it the global batch) and ignores memory.
     const bool simulated = out.evaluation->step_time > 0;
-    if (request.bubble_curve && simulated && request.config.pp > 1) {
+    // Without a pipeline the curve is flat at zero, which is worth seeing too.
+    if (request.bubble_curve && simulated) {
         EvaluateOptions quick;
         quick.require_full_cluster = request.require_full_cluster;
         for (const int m : curveMicrobatches(request.config)) {
@@ -72,8 +73,6 @@ SelectionEvaluation evaluateSelection(const EvaluationRequest& request, std::sto
                 // Some schedules cannot run some micro-batch counts: the curve just has no point there.
             }
         }
-    } else if (request.bubble_curve && simulated) {
-        out.bubble_curve.emplace_back(request.config.num_microbatches, out.evaluation->bubble_ratio);
     }
     out.total_s = secondsSince(start);
     return out;

@@ -34,20 +34,16 @@ std::vector<Metric> metrics()
 {
     const auto num = [](double v, int decimals) { return QLocale::c().toString(v, 'f', decimals); };
     return {
-        {QObject::tr("TP × PP × DP × CP"),
+        {QObject::tr("TP×PP×DP×CP"),
          [](const Evaluation& e) {
-             return QStringLiteral("%1 × %2 × %3 × %4")
-                 .arg(e.config.tp)
-                 .arg(e.config.pp)
-                 .arg(e.config.dp)
-                 .arg(e.config.cp);
+             return QStringLiteral("%1×%2×%3×%4").arg(e.config.tp).arg(e.config.pp).arg(e.config.dp).arg(e.config.cp);
          },
          nullptr},
         {QObject::tr("VPP, EP"),
          [](const Evaluation& e) { return QStringLiteral("%1, %2").arg(e.config.vpp).arg(e.config.ep); }, nullptr},
-        {QObject::tr("Micro-batch × micro-batches"),
+        {QObject::tr("mb × m"),
          [](const Evaluation& e) {
-             return QStringLiteral("%1 × %2").arg(e.config.micro_batch).arg(e.config.num_microbatches);
+             return QStringLiteral("%1×%2").arg(e.config.micro_batch).arg(e.config.num_microbatches);
          },
          nullptr},
         {QObject::tr("ZeRO"), [](const Evaluation& e) { return integer(e.config.zero_stage); }, nullptr},
@@ -67,27 +63,27 @@ std::vector<Metric> metrics()
          [](const Evaluation& e) { return e.step_time; }},
         {QObject::tr("Tokens/s"), [](const Evaluation& e) { return format::count(e.tokens_per_s); },
          [](const Evaluation& e) { return e.tokens_per_s; }},
-        {QObject::tr("TFLOP/s per GPU"), [num](const Evaluation& e) { return num(e.tflops_per_gpu, 1); },
+        {QObject::tr("TFLOP/s/GPU"), [num](const Evaluation& e) { return num(e.tflops_per_gpu, 1); },
          [](const Evaluation& e) { return e.tflops_per_gpu; }},
         {QObject::tr("MFU"), [](const Evaluation& e) { return format::percent(e.mfu); },
          [](const Evaluation& e) { return e.mfu; }},
         {QObject::tr("HFU"), [](const Evaluation& e) { return format::percent(e.hfu); },
          [](const Evaluation& e) { return e.hfu; }},
-        {QObject::tr("Bubble ratio"), [num](const Evaluation& e) { return num(e.bubble_ratio, 3); }, nullptr},
+        {QObject::tr("Bubble"), [num](const Evaluation& e) { return num(e.bubble_ratio, 3); }, nullptr},
         {QObject::tr("Peak memory"),
          [](const Evaluation& e) { return e.stages.empty() ? QStringLiteral("—") : format::bytes(e.peakMemory()); },
          [](const Evaluation& e) { return e.stages.empty() ? 0.0 : e.peakMemory(); }},
         {QObject::tr("Compute"), [](const Evaluation& e) { return format::seconds(e.time.compute); },
          [](const Evaluation& e) { return e.time.compute; }},
-        {QObject::tr("Recomputation"), [](const Evaluation& e) { return format::seconds(e.time.recompute); },
+        {QObject::tr("Recompute time"), [](const Evaluation& e) { return format::seconds(e.time.recompute); },
          [](const Evaluation& e) { return e.time.recompute; }},
-        {QObject::tr("TP communication"), [](const Evaluation& e) { return format::seconds(e.time.tp_comm); },
+        {QObject::tr("TP comm."), [](const Evaluation& e) { return format::seconds(e.time.tp_comm); },
          [](const Evaluation& e) { return e.time.tp_comm; }},
-        {QObject::tr("CP / MoE communication"), [](const Evaluation& e) { return format::seconds(e.time.other_comm); },
+        {QObject::tr("CP/MoE comm."), [](const Evaluation& e) { return format::seconds(e.time.other_comm); },
          [](const Evaluation& e) { return e.time.other_comm; }},
-        {QObject::tr("Pipeline bubble"), [](const Evaluation& e) { return format::seconds(e.time.pp_bubble); },
+        {QObject::tr("Bubble time"), [](const Evaluation& e) { return format::seconds(e.time.pp_bubble); },
          [](const Evaluation& e) { return e.time.pp_bubble; }},
-        {QObject::tr("Exposed DP sync"), [](const Evaluation& e) { return format::seconds(e.time.dp_exposed); },
+        {QObject::tr("DP sync"), [](const Evaluation& e) { return format::seconds(e.time.dp_exposed); },
          [](const Evaluation& e) { return e.time.dp_exposed; }},
         {QObject::tr("Optimizer"), [](const Evaluation& e) { return format::seconds(e.time.optimizer); },
          [](const Evaluation& e) { return e.time.optimizer; }},
@@ -105,9 +101,11 @@ CompareWidget::CompareWidget(QWidget* parent)
     m_table->setColumnCount(3);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionMode(QAbstractItemView::NoSelection);
-    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_table->setWordWrap(true);
+    m_table->setWordWrap(false);
+    m_table->setHorizontalHeaderLabels({tr("A"), tr("B"), tr("B vs A")});
 
     auto* clear = new QPushButton(tr("Clear Pins"), this);
     connect(clear, &QPushButton::clicked, this, &CompareWidget::clearPins);
@@ -149,12 +147,15 @@ int CompareWidget::pinnedCount() const
 void CompareWidget::refresh()
 {
     const auto rows = metrics();
-    m_hint->setText(pinnedCount() == 2
-                        ? tr("B against A; lower times and memory are better.")
-                        : tr("Pin plans to compare them: right-click a candidate, press Ctrl+P, or pin a what-if."));
+    QStringList hint;
+    for (std::size_t i = 0; i < m_slots.size(); ++i)
+        if (m_slots[i])
+            hint << QStringLiteral("<b>%1</b>: %2").arg(i == 0 ? tr("A") : tr("B"), m_slots[i]->label.toHtmlEscaped());
+    hint << (pinnedCount() == 2
+                 ? tr("B against A; shorter times and less memory are better.")
+                 : tr("Pin plans to compare them: right-click a candidate, press Ctrl+P, or pin a what-if."));
+    m_hint->setText(hint.join(QStringLiteral("<br>")));
     m_table->setRowCount(static_cast<int>(rows.size()));
-    m_table->setHorizontalHeaderLabels({m_slots[0] ? tr("A: %1").arg(m_slots[0]->label) : tr("A"),
-                                        m_slots[1] ? tr("B: %1").arg(m_slots[1]->label) : tr("B"), tr("B vs A")});
     QStringList names;
     for (const auto& metric : rows)
         names << metric.name;

@@ -430,9 +430,13 @@ PlanRequest MainWindow::currentRequest() const
     request.model_spec = m_modelPanel->modelSpec().toStdString();
     m_clusterPanel->applyTo(request);
     m_plannerPanel->applyTo(request);
-    request.config.pipeline_pivots = m_modelPanel->layersModel()->pivots();
-    if (m_plannerPanel->recompute() == PlannerPanel::Recompute::SearchOrTicked)
-        request.config.recompute_modules = m_modelPanel->layersModel()->recomputeModules();
+    // Ticks name layers of the model in the tree; while another model is still loading they mean nothing.
+    const LayersModel* layers = m_modelPanel->layersModel();
+    if (layers->overview() && layers->overview()->spec == request.model_spec) {
+        request.config.pipeline_pivots = layers->pivots();
+        if (m_plannerPanel->recompute() == PlannerPanel::Recompute::SearchOrTicked)
+            request.config.recompute_modules = layers->recomputeModules();
+    }
     return request;
 }
 
@@ -503,7 +507,10 @@ void MainWindow::onPlanAvailable(std::shared_ptr<const PlanResult> result)
     m_whatIf->clearBaseline();
     m_candidates->setResult(m_result);
 
+    const std::string nothingFits = nothingFitsMessage(*m_result, m_resultRequest);
     QStringList why;
+    if (!nothingFits.empty())
+        why << QString::fromStdString(nothingFits) << QString();
     for (const auto& line : m_result->explanation.lines)
         why << QString::fromStdString(line);
     why << QString()
@@ -527,7 +534,6 @@ void MainWindow::onPlanAvailable(std::shared_ptr<const PlanResult> result)
                              10000);
     emit planShown();
 
-    const std::string nothingFits = nothingFitsMessage(*m_result, m_resultRequest);
     if (!nothingFits.empty())
         reportError(tr("Nothing Fits"), QString::fromStdString(nothingFits));
     if (m_candidates->model()->rowCount() > 0)

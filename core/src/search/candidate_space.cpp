@@ -137,7 +137,16 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                 for (const int ep : space.ep) {
                     if (ep > 1 && (dp * cp) % ep)
                         continue;
-                    for (const int mb : space.micro_batch) {
+                    // Any divisor of the per-replica batch is a valid micro-batch (not only powers of two).
+                    std::vector<int> microBatches = space.micro_batch;
+                    if (microBatches.size() > 1 && space.global_batch % dp == 0) {
+                        const std::int64_t perReplica = space.global_batch / dp;
+                        microBatches.clear();
+                        for (int mb = 1; mb <= 64 && mb <= perReplica; ++mb)
+                            if (perReplica % mb == 0)
+                                microBatches.push_back(mb);
+                    }
+                    for (const int mb : microBatches) {
                         if (space.global_batch % (static_cast<std::int64_t>(dp) * mb))
                             continue;
                         const auto m = static_cast<int>(space.global_batch / (static_cast<std::int64_t>(dp) * mb));
