@@ -31,8 +31,13 @@ case "${1:-}" in
 run)
     install_packages
     cmake --preset release >/dev/null
+    if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+        # The desktop app opens with the embedded default (llama2-7b on 1 node x 8 h100-sxm) already planned.
+        cmake --build --preset release --target shardscape -- -j"$jobs"
+        exec ./build/release/app/gui/shardscape
+    fi
+    echo "No display (DISPLAY and WAYLAND_DISPLAY are unset): running the CLI planner on the embedded default instead."
     cmake --build --preset release --target shardscape-cli -- -j"$jobs"
-    # The embedded default: plan llama2-7b on one node of 8 H100 SXM.
     exec ./build/release/app/cli/shardscape-cli plan --model llama2-7b --cluster h100-sxm
     ;;
 test)
