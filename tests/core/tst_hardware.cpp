@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include "test_helpers.h"
+
 #include "shardscape/hardware/cluster.h"
 #include "shardscape/support/embedded.h"
 #include "shardscape/support/error.h"
@@ -17,29 +19,14 @@
 using namespace shardscape;
 using nlohmann::json;
 
+using shardscape::test::inputErrorOf;
+using shardscape::test::writeFile;
+
 namespace {
 
 const std::string kSourceDir = SHARDSCAPE_SOURCE_DIR;
 
 /** The InputError message (cause and hint) that `call` throws, or a marker saying what went wrong instead. */
-template<typename Call> std::string inputErrorOf(Call&& call)
-{
-    try {
-        call();
-    } catch (const InputError& error) {
-        return error.message();
-    } catch (const std::exception& error) {
-        return std::string("<not an InputError: ") + error.what() + ">";
-    }
-    return "<no exception>";
-}
-
-void writeFile(const std::string& path, const std::string& text)
-{
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-}
-
 /** A small valid device object; the bad-input tests break one field of it at a time. */
 json validDevice()
 {

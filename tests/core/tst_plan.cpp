@@ -2,6 +2,8 @@
 // Plan files: save -> load reproduces the configuration and every prediction bit for bit, fingerprints ignore the
 // micro-batch but see the model, sequence length and cluster, staleness warnings fire exactly when an input
 // changed, and corrupt files are rejected with the offending key named.
+#include "test_helpers.h"
+
 #include "shardscape/cost/cost_model.h"
 #include "shardscape/model/model_source.h"
 #include "shardscape/plan/plan_file.h"
@@ -18,20 +20,12 @@
 using namespace shardscape;
 using nlohmann::json;
 
+using shardscape::test::inputErrorOf;
+
 namespace {
 
 constexpr std::int64_t kSeqLen = 2048;
 constexpr std::int64_t kGlobalBatch = 32;
-
-std::string errorOf(const std::function<void()>& f)
-{
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.message();
-    }
-    return "(no error)";
-}
 
 std::shared_ptr<const ModelGraph> graphOf(const std::string& name, std::int64_t batch = 1,
                                           std::int64_t seqLen = kSeqLen)
@@ -304,7 +298,7 @@ private Q_SLOTS:
         // A wrong stride is caught.
         json bad = doc;
         bad["stages"][1]["ranks"]["stride"] = 1;
-        const std::string error = errorOf([&] { planFromJson(bad, "big.json"); });
+        const std::string error = inputErrorOf([&] { planFromJson(bad, "big.json"); });
         QVERIFY2(error.find("big.json: stages[1].ranks:") != std::string::npos, error.c_str());
     }
 
@@ -389,14 +383,14 @@ private Q_SLOTS:
         options.require_full_cluster = false;
         const Evaluation e = llamaModel().evaluate(config, workload, options);
         QVERIFY(!e.reason.empty());
-        const std::string error = errorOf([&] { planToJson(e, llamaModel(), contextFor(config)); });
+        const std::string error = inputErrorOf([&] { planToJson(e, llamaModel(), contextFor(config)); });
         QVERIFY2(error.find("not costed") != std::string::npos, error.c_str());
 
         // A context that disagrees with the configuration is refused too.
         const ParallelConfig dp = sampleConfigs().at("dp8");
         PlanFileContext wrong = contextFor(dp);
         wrong.global_batch = 33;
-        QVERIFY(errorOf([&] { planToJson(evaluate(llamaModel(), dp), llamaModel(), wrong); }) != "(no error)");
+        QVERIFY(inputErrorOf([&] { planToJson(evaluate(llamaModel(), dp), llamaModel(), wrong); }) != "(no error)");
     }
 
     void infeasiblePlanRoundTrips()
@@ -508,7 +502,7 @@ private Q_SLOTS:
         doc["metrics"]["reason"] = "";
         QVERIFY(planFromJson(doc, "plan.json").config.tp == 2);
         doc = doc.patch(json::parse(patch.toStdString()));
-        const std::string error = errorOf([&] { planFromJson(doc, "plan.json"); });
+        const std::string error = inputErrorOf([&] { planFromJson(doc, "plan.json"); });
         QVERIFY2(error.find("plan.json: " + key.toStdString()) != std::string::npos, error.c_str());
         QVERIFY2(error.find(detail.toStdString()) != std::string::npos, error.c_str());
     }
@@ -521,23 +515,24 @@ private Q_SLOTS:
         const std::string text = planFor("dp8").dump(2);
 
         std::ofstream(path, std::ios::trunc) << text.substr(0, text.size() / 2);
-        std::string error = errorOf([&] { loadPlanFile(path); });
+        std::string error = inputErrorOf([&] { loadPlanFile(path); });
         QVERIFY2(error.find(path.string() + ":") != std::string::npos, error.c_str());
         QVERIFY2(error.find("malformed JSON") != std::string::npos, error.c_str());
 
         std::ofstream(path, std::ios::trunc) << "";
-        error = errorOf([&] { loadPlanFile(path); });
+        error = inputErrorOf([&] { loadPlanFile(path); });
         QVERIFY2(error.find("empty") != std::string::npos, error.c_str());
 
         std::ofstream(path, std::ios::trunc) << "[1, 2]";
-        error = errorOf([&] { loadPlanFile(path); });
+        error = inputErrorOf([&] { loadPlanFile(path); });
         QVERIFY2(error.find("expected a JSON object") != std::string::npos, error.c_str());
 
-        error = errorOf([&] { loadPlanFile(dir.filePath("missing.json").toStdString()); });
+        error = inputErrorOf([&] { loadPlanFile(dir.filePath("missing.json").toStdString()); });
         QVERIFY2(error.find("no such file") != std::string::npos, error.c_str());
 
         // savePlanFile refuses a missing directory with the path named.
-        error = errorOf([&] { savePlanFile(dir.filePath("no/such/dir/plan.json").toStdString(), json::object()); });
+        error
+            = inputErrorOf([&] { savePlanFile(dir.filePath("no/such/dir/plan.json").toStdString(), json::object()); });
         QVERIFY2(error.find("plan.json") != std::string::npos, error.c_str());
     }
 };

@@ -5,6 +5,8 @@
 // round trip, `bash -n` on the scripts, the DeepSpeed batch identity, Python's tomllib on the TOML, the notes for
 // what a target cannot express, and malformed input rejected with the file and line named.
 // SHARDSCAPE_UPDATE_GOLDEN=1 rewrites the golden files from the current output (then read the diff!).
+#include "test_helpers.h"
+
 #include "shardscape/cost/cost_model.h"
 #include "shardscape/model/model_source.h"
 #include "shardscape/plan/config_import.h"
@@ -28,6 +30,8 @@
 
 using namespace shardscape;
 using nlohmann::json;
+
+using shardscape::test::inputErrorOf;
 
 namespace {
 
@@ -186,16 +190,6 @@ std::string firstDifference(const std::string& a, const std::string& b)
             return "line " + std::to_string(line) + ":\n  golden: " + (ea ? "<end>" : la)
                 + "\n  actual: " + (eb ? "<end>" : lb);
     }
-}
-
-std::string errorOf(const std::function<void()>& f)
-{
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.message();
-    }
-    return "(no error)";
 }
 
 ExportResult exportCase(const std::string& name, ExportTarget target)
@@ -852,7 +846,7 @@ mode = "full"
         QFETCH(QString, expected);
         QTemporaryDir dir;
         const auto path = writeText(dir, file.toStdString(), text.toStdString());
-        const std::string message = errorOf([&] { importJobConfig(path); });
+        const std::string message = inputErrorOf([&] { importJobConfig(path); });
         QVERIFY2(std::regex_search(message, std::regex(expected.toStdString())), message.c_str());
         QVERIFY2(message.find(path.string()) != std::string::npos, message.c_str());
     }
@@ -864,7 +858,7 @@ mode = "full"
         BuildOptions build;
         build.seq_len = 1024;
         const ModelGraph gpt2 = loadModel("gpt2", build);
-        QVERIFY(errorOf([&] { exportPlan(ExportTarget::Json, c.plan, gpt2, c.plan.cluster); }).find("seq_len")
+        QVERIFY(inputErrorOf([&] { exportPlan(ExportTarget::Json, c.plan, gpt2, c.plan.cluster); }).find("seq_len")
                 != std::string::npos);
     }
 };

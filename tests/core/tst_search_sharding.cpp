@@ -8,6 +8,8 @@
 //
 // Layers: Alpa's clustering on GPT-2 must cut no worse than the module-based layers while meeting the
 // FLOP bound, and stay fast on a long chain.
+#include "test_helpers.h"
+
 #include "shardscape/hardware/cluster.h"
 #include "shardscape/model/layer_construction.h"
 #include "shardscape/model/layers.h"
@@ -31,6 +33,9 @@
 
 using namespace shardscape;
 
+using shardscape::test::inputErrorOf;
+using shardscape::test::writeFile;
+
 namespace {
 
 constexpr double kSameObjective = 1e-6; // relative
@@ -40,24 +45,6 @@ constexpr qint64 kChainBudgetMs = 50;
 #else
 constexpr qint64 kChainBudgetMs = 1000; // unoptimised or instrumented builds
 #endif
-
-template<typename Call> std::string inputErrorOf(Call&& call)
-{
-    try {
-        call();
-    } catch (const InputError& error) {
-        return error.message();
-    } catch (const std::exception& error) {
-        return std::string("<not an InputError: ") + error.what() + ">";
-    }
-    return "<no exception>";
-}
-
-void writeFile(const std::string& path, const std::string& text)
-{
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-}
 
 const CostSource& h100Costs()
 {
