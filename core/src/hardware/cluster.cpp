@@ -381,11 +381,9 @@ void checkShape(const Cluster& cluster, std::string_view origin)
              "use fewer nodes or GPUs per node");
 }
 
-Cluster readClusterFile(const std::filesystem::path& path)
+Cluster readClusterJson(const json& doc, std::string_view origin, const std::filesystem::path& baseDir)
 {
-    const std::string origin = path.string();
     const Where where {origin, {}};
-    const json doc = readJson(path);
     requireObject(doc, where, "a cluster file");
 
     // A device file alone means one node of that device.
@@ -408,7 +406,7 @@ Cluster readClusterFile(const std::filesystem::path& path)
     Cluster cluster;
     const json& device = require(doc, "device", where);
     if (device.is_string())
-        cluster.device = namedDevice(text(device, "device", where), where, path.parent_path());
+        cluster.device = namedDevice(text(device, "device", where), where, baseDir);
     else if (device.is_object())
         cluster.device = readDevice(device, where.nested("device"), false);
     else
@@ -569,7 +567,8 @@ Cluster loadCluster(const std::string& spec, int nodes, int gpusPerNode)
 
     Cluster cluster;
     if (isFile) {
-        cluster = readClusterFile(spec);
+        const std::filesystem::path path(spec);
+        cluster = readClusterJson(readJson(path), spec, path.parent_path());
     } else {
         cluster.device = devicePreset(spec);
         cluster.nodes = 1;
@@ -580,6 +579,13 @@ Cluster loadCluster(const std::string& spec, int nodes, int gpusPerNode)
     if (gpusPerNode > 0)
         cluster.gpus_per_node = gpusPerNode;
     checkShape(cluster, isFile ? spec : cat("cluster '", spec, "'"));
+    return cluster;
+}
+
+Cluster clusterFromJson(const nlohmann::json& doc, std::string_view origin, const std::filesystem::path& baseDir)
+{
+    Cluster cluster = readClusterJson(doc, origin, baseDir);
+    checkShape(cluster, origin);
     return cluster;
 }
 

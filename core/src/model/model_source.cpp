@@ -65,15 +65,20 @@ ModelGraph loadModel(const std::string& spec, const BuildOptions& options)
                          "export the model's HF config.json, or a native graph .json, and load that");
 #endif
     }
-    const nlohmann::json doc = readJsonFile(path);
-    if (!doc.is_object())
-        throw InputError(cat(spec, ": expected a JSON object (an HF config.json or a native graph)"));
-    if (doc.contains("schema"))
-        return loadNativeGraph(doc, spec);
     std::string name = path.stem().string();
     if (name == "config" && path.has_parent_path())
         name = path.parent_path().filename().string();
-    return buildFromHfConfig(doc, options, name);
+    return loadModelJson(readJsonFile(path), spec, options, std::move(name));
+}
+
+ModelGraph loadModelJson(const nlohmann::json& doc, std::string_view origin, const BuildOptions& options,
+                         std::string name)
+{
+    if (!doc.is_object())
+        throw InputError(cat(origin, ": expected a JSON object (an HF config.json or a native graph)"));
+    if (doc.contains("schema"))
+        return loadNativeGraph(doc, origin);
+    return buildFromHfConfig(doc, options, std::move(name));
 }
 
 } // namespace shardscape

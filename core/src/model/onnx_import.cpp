@@ -42,6 +42,16 @@ using Shape = std::vector<std::int64_t>;
 
 // protobuf parses at most INT_MAX bytes; larger models must keep their weights in external data.
 constexpr std::uintmax_t kMaxProtoBytes = 2147483647;
+constexpr const char* kExternalDataHint
+    = "save the weights as external data: onnx.save_model(model, path, save_as_external_data=True) (only the graph is "
+      "read, never the weights)";
+
+std::string tooLarge(std::string_view origin, std::uintmax_t size)
+{
+    return cat(origin, ": ", humanBytes(static_cast<double>(size)),
+               " is over protobuf's 2 GB limit for one .onnx file");
+}
+
 constexpr std::int64_t kDefaultSeqLen = 2048;
 constexpr double kMaxTensorElements = 1e15; // as the HF builder: larger is a mistake, int64 counts stay exact
 
@@ -903,9 +913,9 @@ struct Attention
 class Importer
 {
 public:
-    Importer(const fs::path& path, const BuildOptions& options)
-        : m_path(path)
-        , m_origin(path.string())
+    /** `origin` names the model in messages; its stem becomes the graph's name. */
+    Importer(std::string origin, const BuildOptions& options)
+        : m_origin(std::move(origin))
         , m_options(options)
         , m_batch(options.batch > 0 ? options.batch : 1)
         , m_seq(options.seq_len > 0 ? options.seq_len : kDefaultSeqLen)
@@ -913,9 +923,9 @@ public:
     {
     }
 
-    OnnxImport run()
+    OnnxImport run(std::string_view bytes)
     {
-        readModel();
+        parseModel(bytes);
         checkGraphLocations(m_model.graph(), m_origin, 0);
         for (const auto& f : m_model.functions())
             for (const auto& node : f.node())
@@ -940,31 +950,15 @@ public:
 private:
     // --- reading -------------------------------------------------------------------------------------------
 
-    void readModel()
+    void parseModel(std::string_view bytes)
     {
-        std::error_code ec;
-        const auto status = fs::status(m_path, ec);
-        if (ec || !fs::exists(status))
-            throw InputError(cat(m_origin, ": no such file"), "check the path to the .onnx file");
-        if (!fs::is_regular_file(status))
-            throw InputError(cat(m_origin, ": not a regular file"), "pass the .onnx file itself");
-        const std::uintmax_t size = fs::file_size(m_path, ec);
-        if (ec)
-            throw InputError(cat(m_origin, ": cannot read the file size (", ec.message(), ")"));
-        if (size > kMaxProtoBytes)
-            throw InputError(cat(m_origin, ": ", humanBytes(static_cast<double>(size)),
-                                 " is over protobuf's 2 GB limit for one .onnx file"),
-                             "save the weights as external data: onnx.save_model(model, path, "
-                             "save_as_external_data=True) (only the graph is read, never the weights)");
-        std::ifstream in(m_path, std::ios::binary);
-        std::string bytes(static_cast<std::size_t>(size), '\0');
-        if (!in || !in.read(bytes.data(), static_cast<std::streamsize>(size)))
-            throw InputError(cat(m_origin, ": cannot read the file"), "check its permissions");
         const std::string notOnnx = cat(m_origin, ": not a valid ONNX model");
         const std::string hint = "is it a complete .onnx export (not truncated, not a Git LFS pointer)?";
-        if (size == 0)
+        if (bytes.empty())
             throw InputError(cat(notOnnx, " (the file is empty)"), hint);
-        if (!m_model.ParseFromString(bytes))
+        if (bytes.size() > kMaxProtoBytes)
+            throw InputError(tooLarge(m_origin, bytes.size()), kExternalDataHint);
+        if (!m_model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
             throw InputError(cat(notOnnx, " (it does not parse as an ONNX protobuf)"), hint);
         if (m_model.ir_version() <= 0 || !m_model.has_graph())
             throw InputError(cat(notOnnx, " (", m_model.ir_version() <= 0 ? "no IR version" : "no graph", ")"), hint);
@@ -2761,7 +2755,7 @@ private:
     ModelGraph build()
     {
         ModelGraph graph;
-        graph.name = m_path.stem().string();
+        graph.name = fs::path(m_origin).stem().string();
         graph.batch = m_graphBatch;
         graph.seq_len = m_graphSeq;
         graph.dtype = m_options.dtype;
@@ -2773,7 +2767,6 @@ private:
         return graph;
     }
 
-    fs::path m_path;
     std::string m_origin;
     BuildOptions m_options;
     std::int64_t m_batch;
@@ -2811,7 +2804,29 @@ private:
 
 OnnxImport loadOnnxModelDetailed(const std::filesystem::path& path, const BuildOptions& options)
 {
-    return Importer(path, options).run();
+    const std::string origin = path.string();
+    std::error_code ec;
+    const auto status = fs::status(path, ec);
+    if (ec || !fs::exists(status))
+        throw InputError(cat(origin, ": no such file"), "check the path to the .onnx file");
+    if (!fs::is_regular_file(status))
+        throw InputError(cat(origin, ": not a regular file"), "pass the .onnx file itself");
+    const std::uintmax_t size = fs::file_size(path, ec);
+    if (ec)
+        throw InputError(cat(origin, ": cannot read the file size (", ec.message(), ")"));
+    // Checked before reading: a multi-GB file is refused without allocating for it.
+    if (size > kMaxProtoBytes)
+        throw InputError(tooLarge(origin, size), kExternalDataHint);
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes(static_cast<std::size_t>(size), '\0');
+    if (!in || !in.read(bytes.data(), static_cast<std::streamsize>(size)))
+        throw InputError(cat(origin, ": cannot read the file"), "check its permissions");
+    return Importer(origin, options).run(bytes);
+}
+
+OnnxImport loadOnnxModelFromBytes(std::string_view bytes, std::string_view origin, const BuildOptions& options)
+{
+    return Importer(std::string(origin), options).run(bytes);
 }
 
 ModelGraph loadOnnxModel(const std::filesystem::path& path, const BuildOptions& options)

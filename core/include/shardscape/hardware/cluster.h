@@ -4,6 +4,7 @@
 #include "shardscape/model/dtype.h"
 
 #include <array>
+#include <filesystem>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
@@ -67,6 +68,12 @@ DeviceSpec parseDeviceSpec(const nlohmann::json& doc, std::string_view origin);
  * optional "intra_node"/"inter_node" link overrides}. nodes/gpusPerNode > 0 override the file.
  */
 Cluster loadCluster(const std::string& spec, int nodes = 0, int gpusPerNode = 0);
+
+/**
+ * A parsed cluster (or device) file, as loadCluster reads it: `origin` names it in messages, `baseDir` is where a
+ * "device": "FILE.json" reference is looked up.
+ */
+Cluster clusterFromJson(const nlohmann::json& doc, std::string_view origin, const std::filesystem::path& baseDir);
 
 nlohmann::json toJson(const Cluster& cluster);
 

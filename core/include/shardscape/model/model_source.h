@@ -6,6 +6,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shardscape {
@@ -21,5 +22,12 @@ nlohmann::json modelPresetConfig(const std::string& name);
  * (recognised by its "schema" key) or an .onnx file. Throws InputError with the cause and a way out.
  */
 ModelGraph loadModel(const std::string& spec, const BuildOptions& options);
+
+/**
+ * The JSON half of loadModel: a parsed document that is a native graph (it has a "schema" key) or an HF config.json.
+ * `origin` names it in messages; `name` labels a graph built from an HF config.
+ */
+ModelGraph loadModelJson(const nlohmann::json& doc, std::string_view origin, const BuildOptions& options,
+                         std::string name);
 
 } // namespace shardscape

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shardscape {
@@ -66,6 +67,13 @@ struct OnnxImport
  * unsafe, with control flow or with dangling references.
  */
 OnnxImport loadOnnxModelDetailed(const std::filesystem::path& path, const BuildOptions& options);
+
+/**
+ * loadOnnxModelDetailed on the bytes of an .onnx file already in memory (the path loader reads the file and calls
+ * this). `origin` names the model in messages; its stem is the graph's name. External-data locations are checked
+ * the same way (and still never read).
+ */
+OnnxImport loadOnnxModelFromBytes(std::string_view bytes, std::string_view origin, const BuildOptions& options);
 
 /** loadOnnxModelDetailed without the report. */
 ModelGraph loadOnnxModel(const std::filesystem::path& path, const BuildOptions& options);
