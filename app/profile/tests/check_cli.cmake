@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: MIT
+# cmake -DEXE=<shardscape-profile> -DMODE=help|bad_args|device -DWORK_DIR=<dir> -P check_cli.cmake
+# Runs the profiler and checks its exit code and messages. MODE=device expects exit 3 and "no CUDA device:" on a
+# machine without a GPU; where `nvidia-smi -L` lists one it runs a short real profile instead and expects 0 and
+# a written profile.json.
+
+function(expect_run expected_rc expected_text)
+    execute_process(COMMAND ${EXE} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc STREQUAL "${expected_rc}")
+        message(FATAL_ERROR "shardscape-profile ${ARGN}: exit code ${rc}, expected ${expected_rc}\n"
+                            "stdout:\n${out}\nstderr:\n${err}")
+    endif()
+    string(FIND "${out}${err}" "${expected_text}" at)
+    if(at EQUAL -1)
+        message(FATAL_ERROR "shardscape-profile ${ARGN}: output lacks '${expected_text}'\n"
+                            "stdout:\n${out}\nstderr:\n${err}")
+    endif()
+    message(STATUS "ok: shardscape-profile ${ARGN} -> ${rc}")
+endfunction()
+
+if(MODE STREQUAL "help")
+    expect_run(0 "Usage: shardscape-profile" --help)
+    expect_run(0 "Exit codes:" -h)
+    expect_run(0 "shardscape-profile 0.1.0" --version)
+elseif(MODE STREQUAL "bad_args")
+    expect_run(2 "unknown option '--bogus'" --bogus)
+    expect_run(2 "--iters = 0 is out of range" --iters 0)
+    expect_run(2 "--dtypes: unknown dtype 'int4'" --dtypes bf16,int4)
+    expect_run(2 "no --model was given" --tp 2)
+    expect_run(2 "--warmup needs a value" --warmup)
+    expect_run(2 "cannot open" --model ${WORK_DIR}/does-not-exist.json)
+    file(MAKE_DIRECTORY ${WORK_DIR})
+    file(WRITE ${WORK_DIR}/shapes.json "[{\"m\": 64, \"n\": 64, \"k\": 64, \"dtype\": \"bf16\", \"mm\": 1}]")
+    expect_run(2 "unknown key 'mm'" --shapes ${WORK_DIR}/shapes.json)
+    file(WRITE ${WORK_DIR}/config.json "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_attention_heads\": 32, \"intermediate_size\": 11008, \"vocab_size\": 32000}")
+    expect_run(2 "does not divide the 32 attention heads" --model ${WORK_DIR}/config.json --tp 3)
+elseif(MODE STREQUAL "device")
+    execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE smi_rc OUTPUT_VARIABLE smi_out ERROR_QUIET)
+    if(smi_rc EQUAL 0 AND smi_out MATCHES "GPU [0-9]+:")
+        file(REMOVE_RECURSE ${WORK_DIR})
+        expect_run(0 "wrote" --memory --quick --dtypes bf16 --iters 3 --warmup 1 --out ${WORK_DIR})
+        file(READ ${WORK_DIR}/profile.json profile)
+        if(NOT profile MATCHES "\"format\": \"shardscape.profile/1\"" OR NOT profile MATCHES "\"checksum\": \"fnv1a64:")
+            message(FATAL_ERROR "${WORK_DIR}/profile.json lacks the format or checksum:\n${profile}")
+        endif()
+    else()
+        expect_run(3 "no CUDA device: " --memory --quick --out ${WORK_DIR})
+    endif()
+else()
+    message(FATAL_ERROR "unknown MODE '${MODE}'")
+endif()
