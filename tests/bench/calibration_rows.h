@@ -380,8 +380,6 @@ inline Case makeCase(const nlohmann::json& row)
     t.dropout = rules->dropout;
     const std::string precision = toLower(text(row, "precision"));
     c.dtype = contains(precision, "fp16") && !contains(precision, "bf16") ? DType::F16 : DType::BF16;
-    if (contains(precision, "float8") || contains(precision, "fp8"))
-        c.caveats.push_back("Float8 linears (costed as BF16: predicts too low)");
 
     // --- the cluster ------------------------------------------------------------------------------------------
     const std::string gpuType = text(row, "gpu_type");
@@ -537,12 +535,15 @@ inline Case makeCase(const nlohmann::json& row)
     const std::string framework = text(row, "framework");
     if (c.series.starts_with("torchtitan") && !contains(framework, "compile"))
         c.caveats.push_back("eager mode (no torch.compile): unfused elementwise kernels (predicts too high)");
+    // Framework features the rows state, as the ParallelConfig switches that model them.
+    p.fp8_linears = contains(precision, "float8") || contains(precision, "fp8");
     if (contains(toLower(framework), "asynctp") || contains(toLower(framework), "async tp"))
-        c.caveats.push_back("async TP overlaps the TP collectives with the GEMMs; the model exposes them (predicts too "
-                            "low)");
-    if (c.series == "megatron_lm_readme_h100_weak_scaling_2024" && p.tp > 1)
-        c.caveats.push_back("overlap flags (--tp-comm-overlap, --overlap-param-gather) hide TP collectives and the "
-                            "weight all-gather; the model exposes them (predicts too low)");
+        p.tp_comm_overlap = p.sequence_parallel;
+    if (c.series == "megatron_lm_readme_h100_weak_scaling_2024") {
+        // The README's runs: --tp-comm-overlap (with SP) and --overlap-param-gather (distributed optimizer).
+        p.tp_comm_overlap = p.sequence_parallel;
+        p.overlap_param_gather = p.zero_stage == 1 || p.zero_stage == 2;
+    }
     if (c.series == "gpt_neox_20b_production")
         c.caveats.push_back("counting method of the 117 TFLOP/s not verified (assumed GPT-NeoX's get_flops)");
     c.simulable = true;

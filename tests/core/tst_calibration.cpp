@@ -48,6 +48,12 @@ private slots:
             << QString("torchtitan_doc_llama3_8B_64a100_perlayer");
         QTest::newRow("mpt 7B seq 65536 fsdp, H100") << QString("mpt_7b_h100_80gb_8gpu_seq65536_amp_bf16_mb1");
         QTest::newRow("mpt 13B 128 GPUs fsdp, A100-40GB") << QString("mpt_13b_a100_40gb_128gpu_seq2048_bf16_mb16");
+        // The framework switches: TP-communication and parameter-gather overlap, Float8 linears with async TP.
+        QTest::newRow("megatron-core 119B tp8 pp4 --tp-comm-overlap, H100") << QString("megatron_readme_h100_119B");
+        QTest::newRow("torchtitan 405B float8 + async TP, H100")
+            << QString("torchtitan_doc_405B_128h100_float8_asynctp");
+        QTest::newRow("torchtitan 70B 2D float8 + async TP, H100")
+            << QString("torchtitan_h100_202412_70B_t4_2d_asynctp");
     }
 
     void predictsPublishedThroughput()

@@ -66,6 +66,34 @@ double relativeError(double actual, double expected)
     return std::fabs(actual - expected) / std::fabs(expected);
 }
 
+/** The datasheet source with every GEMM scaled by `gemmScale`: isolates how communication hides under GEMMs. */
+class ScaledGemmSource final : public CostSource
+{
+public:
+    ScaledGemmSource(std::shared_ptr<const CostSource> base, double gemmScale)
+        : m_base(std::move(base))
+        , m_scale(gemmScale)
+    {
+    }
+    std::string name() const override { return "scaled"; }
+    double matmulTime(double m, double n, double k, DType dtype) const override
+    {
+        return m_scale * m_base->matmulTime(m, n, k, dtype);
+    }
+    double attentionTime(double flops, DType dtype) const override { return m_base->attentionTime(flops, dtype); }
+    double memoryTime(double bytes) const override { return m_base->memoryTime(bytes); }
+    double collectiveTime(Collective kind, double bytes, const GroupShape& group) const override
+    {
+        return m_base->collectiveTime(kind, bytes, group);
+    }
+    double p2pTime(double bytes, bool interNode) const override { return m_base->p2pTime(bytes, interNode); }
+    double minKernelTime() const override { return m_base->minKernelTime(); }
+
+private:
+    std::shared_ptr<const CostSource> m_base;
+    double m_scale;
+};
+
 } // namespace
 
 class TestCost : public QObject
@@ -223,6 +251,99 @@ private Q_SLOTS:
         QVERIFY(relativeError(model.layerCost(index, sp).tp_comm, 4 * agrs) < 1e-12);
         ParallelConfig none;
         QCOMPARE(model.layerCost(index, none).tp_comm, 0.0);
+    }
+
+    void tpCommOverlapHidesAllButOneChunk()
+    {
+        BuildOptions options;
+        options.seq_len = 2048;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        const Cluster cluster = h100Node();
+        const auto datasheet = makeDatasheetCostSource(cluster, {});
+        ParallelConfig sp;
+        sp.tp = 8;
+        sp.sequence_parallel = true;
+        ParallelConfig overlapped = sp;
+        overlapped.tp_comm_overlap = true;
+        // GEMMs far longer than the collectives: only the first of tp pipelined chunks stays exposed.
+        {
+            CostModel model(graph, cluster, {}, std::make_shared<ScaledGemmSource>(datasheet, 1e3));
+            const auto index = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+            QVERIFY(relativeError(model.layerCost(index, overlapped).tp_comm, model.layerCost(index, sp).tp_comm / 8)
+                    < 1e-12);
+        }
+        // Instant GEMMs hide nothing: the overlapped layer pays every collective in full.
+        {
+            CostModel model(graph, cluster, {}, std::make_shared<ScaledGemmSource>(datasheet, 1e-9));
+            const auto index = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+            QVERIFY(relativeError(model.layerCost(index, overlapped).tp_comm, model.layerCost(index, sp).tp_comm)
+                    < 1e-6);
+        }
+        // Megatron-LM and torchtitan overlap only sequence-parallel layouts.
+        CostModel model(graph, cluster);
+        ParallelConfig noSp = overlapped;
+        noSp.sequence_parallel = false;
+        noSp.dp = 1;
+        Workload workload;
+        workload.global_batch = 1;
+        const Evaluation e = model.evaluate(noSp, workload);
+        QVERIFY(!e.feasible);
+        QVERIFY2(e.reason.find("needs sequence parallelism") != std::string::npos, e.reason.c_str());
+    }
+
+    void paramGatherOverlapHidesUnderForward()
+    {
+        BuildOptions options;
+        options.seq_len = 2048;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        CostModel model(graph, loadCluster("h100-sxm", 4, 8));
+        ParallelConfig base;
+        base.dp = 32;
+        base.zero_stage = 1;
+        base.num_microbatches = 2;
+        Workload workload;
+        workload.global_batch = 64;
+        workload.memory_limit_bytes = 1e15;
+        ParallelConfig overlapped = base;
+        overlapped.overlap_param_gather = true;
+        const Evaluation a = model.evaluate(base, workload);
+        const Evaluation b = model.evaluate(overlapped, workload);
+        QVERIFY2(a.feasible && b.feasible, (a.reason + b.reason).c_str());
+        // What is hidden is at most the weight all-gather itself: 2 bytes per parameter over the dp group.
+        const double params = graph->paramCount();
+        const double gather = model.source().collectiveTime(Collective::AllGather, params * 2, {32, 8});
+        QVERIFY(b.step_time < a.step_time);
+        QVERIFY2(a.step_time - b.step_time <= gather * (1 + 1e-9),
+                 qPrintable(QString("%1 > %2").arg(a.step_time - b.step_time).arg(gather)));
+        ParallelConfig zero3 = overlapped;
+        zero3.zero_stage = 3;
+        const Evaluation c = model.evaluate(zero3, workload);
+        QVERIFY(!c.feasible);
+        QVERIFY2(c.reason.find("ZeRO-1 or ZeRO-2") != std::string::npos, c.reason.c_str());
+    }
+
+    void fp8LinearsHalveLinearGemmsPlusCasts()
+    {
+        BuildOptions options;
+        options.seq_len = 4096;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        const Cluster cluster = h100Node();
+        CostModel model(graph, cluster);
+        const auto index = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+        ParallelConfig bf16;
+        ParallelConfig fp8 = bf16;
+        fp8.fp8_linears = true;
+        const LayerCost& a = model.layerCost(index, bf16);
+        const LayerCost& b = model.layerCost(index, fp8);
+        // The same work (MFU counts FLOPs, not their precision), done faster, but not 2x: attention stays bf16 and the
+        // casts stream the inputs, weights and output gradients.
+        QCOMPARE(b.flops, a.flops);
+        const double ta = a.forward + a.backward_input + a.backward_weight;
+        const double tb = b.forward + b.backward_input + b.backward_weight;
+        QVERIFY2(tb < ta && tb > ta / 2, qPrintable(QString("%1 vs %2").arg(tb).arg(ta)));
+        // The weight-gradient GEMMs only change precision: at the 2x FP8 peak they take half the time or more
+        // (the efficiency curve is the same).
+        QVERIFY(relativeError(b.backward_weight, a.backward_weight / 2) < 0.05);
     }
 
     void modelFlopsAreThreeForwardPasses()

@@ -473,6 +473,43 @@ private Q_SLOTS:
         }
     }
 
+    void frameworkSwitchesSurviveExportAndImport_data()
+    {
+        QTest::addColumn<int>("target");
+        QTest::newRow("megatron") << static_cast<int>(ExportTarget::Megatron);
+        QTest::newRow("torchtitan") << static_cast<int>(ExportTarget::Torchtitan);
+    }
+    void frameworkSwitchesSurviveExportAndImport()
+    {
+        QFETCH(int, target);
+        const auto t = static_cast<ExportTarget>(target);
+        ParallelConfig config = llama7bConfig();
+        config.sequence_parallel = true;
+        config.tp_comm_overlap = true;
+        config.overlap_param_gather = true;
+        config.fp8_linears = true;
+        const auto c = makeCase("llama2-7b", 1, config);
+        QVERIFY2(c->evaluation.feasible, c->evaluation.reason.c_str());
+        QVERIFY(c->plan.config.tp_comm_overlap && c->plan.config.overlap_param_gather && c->plan.config.fp8_linears);
+        const ExportResult result = exportPlan(t, c->plan, *c->graph, c->plan.cluster, nullptr);
+        if (t == ExportTarget::Megatron) {
+            for (const char* flag : {"--tp-comm-overlap", "--overlap-param-gather", "--fp8-format hybrid"})
+                QVERIFY2(result.text.find(flag) != std::string::npos, flag);
+        } else {
+            for (const char* key : {"enable_async_tensor_parallel = true", "quantize.linear.float8", "[compile]"})
+                QVERIFY2(result.text.find(key) != std::string::npos, key);
+        }
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        ImportOptions options;
+        options.num_layers = static_cast<int>(c->graph->transformer->num_layers);
+        const ImportedConfig imported = importJobConfig(writeExport(dir, "job", t, result.text), options);
+        QVERIFY(imported.config.tp_comm_overlap);
+        QVERIFY(imported.config.fp8_linears);
+        // FSDP2 prefetches its own gathers: torchtitan has no parameter-gather switch to carry.
+        QCOMPARE(imported.config.overlap_param_gather, t == ExportTarget::Megatron);
+    }
+
     void scriptsPassBashSyntaxCheck_data()
     {
         QTest::addColumn<QString>("plan");

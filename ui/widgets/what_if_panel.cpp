@@ -3,6 +3,7 @@
 
 #include "models/format.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
 #include <QGridLayout>
@@ -94,6 +95,9 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     , m_zero(new QComboBox(this))
     , m_recompute(new QComboBox(this))
     , m_schedule(new QComboBox(this))
+    , m_tpOverlap(new QCheckBox(tr("TP comm. overlap"), this))
+    , m_paramGatherOverlap(new QCheckBox(tr("Param-gather overlap"), this))
+    , m_fp8(new QCheckBox(tr("FP8 linears"), this))
     , m_stageLayers(new QLineEdit(this))
     , m_status(new QLabel(this))
     , m_reset(new QPushButton(tr("Back to the Plan"), this))
@@ -107,6 +111,12 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     for (const auto kind :
          {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B, ScheduleKind::ZeroBubbleH1})
         m_schedule->addItem(format::text(scheduleName(kind)), static_cast<int>(kind));
+    m_tpOverlap->setToolTip(tr("Overlap the sequence-parallel all-gathers and reduce-scatters with the GEMMs beside "
+                               "them (Megatron-LM --tp-comm-overlap, torchtitan async TP); needs TP > 1"));
+    m_paramGatherOverlap->setToolTip(tr("Overlap the ZeRO-1/2 parameter all-gather with the next step's forward "
+                                        "(Megatron-LM --overlap-param-gather)"));
+    m_fp8->setToolTip(tr("Run the linear layers' GEMMs in FP8 with dynamic scaling (torchtitan float8, Transformer "
+                         "Engine); attention stays in the model's precision"));
     m_stageLayers->setPlaceholderText(tr("automatic"));
     m_stageLayers->setToolTip(tr("Layers per pipeline stage (per model chunk with vpp > 1), comma-separated; "
                                  "empty = the cost model's balanced split"));
@@ -128,10 +138,13 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     addPair(3, 0, tr("ZeRO:"), m_zero);
     addPair(3, 1, tr("Sched.:"), m_schedule);
     addPair(4, 0, tr("Recomp.:"), m_recompute);
+    grid->addWidget(m_fp8, 4, 2, 1, 2);
+    grid->addWidget(m_tpOverlap, 5, 0, 1, 2);
+    grid->addWidget(m_paramGatherOverlap, 5, 2, 1, 2);
     auto* stagesLabel = new QLabel(tr("Layers per stage:"), editors);
     stagesLabel->setBuddy(m_stageLayers);
-    grid->addWidget(stagesLabel, 5, 0, 1, 2);
-    grid->addWidget(m_stageLayers, 5, 2, 1, 2);
+    grid->addWidget(stagesLabel, 6, 0, 1, 2);
+    grid->addWidget(m_stageLayers, 6, 2, 1, 2);
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
 
@@ -186,6 +199,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         });
     for (QComboBox* box : {m_zero, m_recompute, m_schedule})
         connect(box, &QComboBox::currentIndexChanged, this, &WhatIfPanel::scheduleEdit);
+    for (QCheckBox* box : {m_tpOverlap, m_paramGatherOverlap, m_fp8})
+        connect(box, &QCheckBox::toggled, this, &WhatIfPanel::scheduleEdit);
     connect(m_stageLayers, &QLineEdit::textEdited, this, &WhatIfPanel::scheduleEdit);
     connect(m_reset, &QPushButton::clicked, this, [this] {
         if (!m_baseline)
@@ -243,6 +258,9 @@ void WhatIfPanel::loadEditors(const ParallelConfig& c)
         m_recompute->addItem(format::text(recomputeName(c.recompute)), static_cast<int>(c.recompute));
     m_recompute->setCurrentIndex(m_recompute->findData(static_cast<int>(c.recompute)));
     m_schedule->setCurrentIndex(m_schedule->findData(static_cast<int>(c.schedule)));
+    m_tpOverlap->setChecked(c.tp_comm_overlap);
+    m_paramGatherOverlap->setChecked(c.overlap_param_gather);
+    m_fp8->setChecked(c.fp8_linears);
     m_stageLayers->setText(m_baseline && c.pp > 1 ? layersText(resolvedStageLayers(*m_baseline)) : QString());
     m_loading = false;
 }
@@ -262,6 +280,9 @@ ParallelConfig WhatIfPanel::editedConfig() const
     c.sequence_parallel = c.sequence_parallel && c.tp > 1;
     if (m_baseline && c.tp > 1 && m_baseline->config.tp == 1)
         c.sequence_parallel = true; // the planner's default whenever tp > 1
+    c.tp_comm_overlap = m_tpOverlap->isChecked() && c.sequence_parallel;
+    c.overlap_param_gather = m_paramGatherOverlap->isChecked();
+    c.fp8_linears = m_fp8->isChecked();
     c.stage_layers.clear();
     static const QRegularExpression separators(QStringLiteral("[,;\\s]+"));
     for (const QString& part : m_stageLayers->text().split(separators, Qt::SkipEmptyParts)) {

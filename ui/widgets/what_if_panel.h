@@ -7,6 +7,7 @@
 
 #include <optional>
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -71,6 +72,9 @@ private:
     QComboBox* m_zero;
     QComboBox* m_recompute;
     QComboBox* m_schedule;
+    QCheckBox* m_tpOverlap;
+    QCheckBox* m_paramGatherOverlap;
+    QCheckBox* m_fp8;
     QLineEdit* m_stageLayers;
     QLabel* m_status;
     QLabel* m_table[7][4] {};

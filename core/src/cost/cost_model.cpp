@@ -188,6 +188,14 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
                    m_graph->seq_len);
     if (c.sequence_parallel && c.tp == 1)
         return "sequence parallelism needs tp > 1";
+    if (c.tp_comm_overlap && !c.sequence_parallel)
+        return "TP communication overlap needs sequence parallelism (Megatron-LM's --tp-comm-overlap and torchtitan's "
+               "async TP overlap the SP all-gathers and reduce-scatters): turn sequence parallelism on";
+    if (c.overlap_param_gather && c.zero_stage != 1 && c.zero_stage != 2)
+        return "overlapping the parameter all-gather needs ZeRO-1 or ZeRO-2 (Megatron-LM's distributed optimizer), "
+               "whose updated shards are gathered once a step: set ZeRO to 1 or 2, or turn the overlap off";
+    if (c.fp8_linears && m_cluster.device.peak(DType::FP8) <= 0)
+        return cat(m_cluster.device.name, " has no FP8 tensor-core rate: turn FP8 linears off");
     if (c.zero_stage < 0 || c.zero_stage > 3)
         return cat("ZeRO stage must be 0..3 (got ", c.zero_stage, ")");
     if ((c.dp * c.cp) % c.zero_ngroups)
@@ -232,6 +240,8 @@ LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpG
     layout.cp = c.cp;
     layout.ep = c.ep;
     layout.sequence_parallel = c.sequence_parallel;
+    layout.tp_comm_overlap = c.tp_comm_overlap;
+    layout.fp8_linears = c.fp8_linears;
     layout.micro_batch = c.micro_batch;
     layout.recompute = c.recompute;
     layout.recompute_modules = c.recompute_modules;
@@ -278,10 +288,10 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
             && pattern != recomputePattern(*m_graph, m_layers[representative], c.recompute_modules))
             subject = layer;
     }
-    std::string key
-        = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.sequence_parallel, ',', c.micro_batch, ',',
-              static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',',
-              layout.cp_group.per_node, ',', layout.ep_group.per_node, '|', pattern);
+    std::string key = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.sequence_parallel,
+                          c.tp_comm_overlap, c.fp8_linears, ',', c.micro_batch, ',', static_cast<int>(c.recompute), ',',
+                          join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',', layout.cp_group.per_node,
+                          ',', layout.ep_group.per_node, '|', pattern);
     std::lock_guard lock(m_cacheMutex);
     auto& slot = m_cache[key];
     if (!slot)
@@ -401,6 +411,12 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
         const auto exposed = [&](double comm, double compute) {
             return std::max(comm * (1 - m_params.zero3_prefetch_overlap), comm - compute);
         };
+        // The once-a-step gather of updated weight shards (ZeRO 1/2). With overlap_param_gather it runs bucket by
+        // bucket under the next step's first forward, hiding as much of it as the gradient sync hides under the
+        // last backward (dp_overlap).
+        const auto paramGather = [&](double gather, double forward) {
+            return c.overlap_param_gather ? gather - std::min(gather, m_params.dp_overlap * forward) : gather;
+        };
         if (c.zero_stage >= 2) {
             // Sharded gradients cannot accumulate locally: ZeRO-2/3 reduce-scatter them every micro-batch, and
             // ZeRO-3 also gathers the weights for every forward and backward. Prefetching and bucketing hide most
@@ -415,7 +431,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             } else {
                 stage.backward_input += exposed(scatter, stage.backward_input + stage.backward_weight);
                 // The updated weight shards are all-gathered once per step.
-                stage.grad_sync = gather + expertSyncTime;
+                stage.grad_sync = paramGather(gather, stage.forward) + expertSyncTime;
             }
         } else if (c.zero_stage == 1) {
             // ZeRO-1 (Megatron's distributed optimizer): reduce-scatter the gradients, update the local shard, then
@@ -424,7 +440,9 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             // the gather half.
             stage.grad_sync
                 = m_source->collectiveTime(Collective::ReduceScatter, dense * m_params.grad_bytes, denseZero)
-                + m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero) + expertSyncTime;
+                + paramGather(m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero),
+                              stage.forward)
+                + expertSyncTime;
         } else {
             stage.grad_sync = m_source->collectiveTime(Collective::AllReduce, dense * m_params.grad_bytes, denseSync)
                 + expertSyncTime;

@@ -102,6 +102,41 @@ struct TensorBytes
     double full(TensorId id) const { return graph.tensor(id).bytes() * scale; }
 };
 
+/**
+ * Bytes moved per element by a dynamic-scaling FP8 cast: an amax pass reads the 16-bit tensor, the cast pass reads it
+ * again and writes one byte (torchao's tensorwise float8 and Transformer Engine's delayed-scaling casts both stream
+ * the tensor; torch.compile can fuse the amax into the producer, which this ignores).
+ */
+constexpr double kFp8CastBytesPerElement = 2 + 2 + 1;
+
+/** FP8 covers the linear layers split by Megatron's TP roles; the vocabulary projection and embedding stay 16-bit
+    (torchtitan's float8 filter_fqns keeps `output`, Transformer Engine keeps the output layer in higher precision). */
+bool runsInFp8(const Op& op, const LayerLayout& layout)
+{
+    return layout.fp8_linears && op.kind == OpKind::Linear
+        && (op.tp_role == TpRole::Column || op.tp_role == TpRole::Row || op.tp_role == TpRole::Replicated);
+}
+
+/**
+ * A sequence-parallel collective that overlaps the GEMMs beside it (TP communication overlap): the all-gather of a
+ * column-parallel input runs under the GEMMs that consume it, the reduce-scatter of a row-parallel output under the
+ * GEMM that produces it, and their backward counterparts under the input-gradient GEMMs. The collective is split
+ * into tp chunks pipelined against the GEMM's chunks (Transformer Engine's ring-exchange / pipelined overlap,
+ * PyTorch's async-TP micro-pipelining), so one chunk (1/tp) is always exposed and the rest hides only as far as
+ * the GEMM lasts.
+ */
+struct OverlappedCollective
+{
+    double comm_fwd = 0, comm_bwd = 0; ///< collective seconds
+    double gemm_fwd = 0, gemm_bwd = 0; ///< seconds of the GEMMs they run under
+    bool recomputed = false; ///< the forward collective repeats in backward with the recomputation
+};
+
+double exposedTime(double comm, double gemm, int tp)
+{
+    return comm <= 0 ? 0 : std::max(comm / tp, comm - gemm);
+}
+
 /** The recomputed module instance an op belongs to, or "" when its activations are kept. */
 std::string recomputeInstance(const Op& op, const Layer& layer, const LayerLayout& layout)
 {
@@ -147,6 +182,8 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
 
     std::unordered_set<TensorId> stashed;
     std::unordered_set<TensorId> columnInputs;
+    std::vector<OverlappedCollective> overlapped;
+    std::unordered_map<TensorId, std::size_t> overlappedInput; ///< gathered column input -> its entry
     double tpFwd = 0, tpBwd = 0, otherFwd = 0, otherBwd = 0;
     double tpRecompute = 0; ///< forward TP collectives of recomputed ops, repeated inside backward
     double attentionFwd = 0;
@@ -163,9 +200,16 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         double fwd = 0, bwdIn = 0, bwdW = 0;
         if (isGemm(op.kind) && fwdFlops > 0) {
             const Gemm g = gemmOf(graph, op, fwdFlops, split ? tp : 1);
-            fwd = source.matmulTime(g.m, g.n, g.k, dtype);
-            bwdIn = bwdInputFlops > 0 ? source.matmulTime(g.m, g.k, g.n, dtype) * bwdInputFlops / fwdFlops : 0;
-            bwdW = bwdWeightFlops > 0 ? source.matmulTime(g.k, g.n, g.m, dtype) * bwdWeightFlops / fwdFlops : 0;
+            const bool fp8 = runsInFp8(op, layout);
+            const DType gemmType = fp8 ? DType::FP8 : dtype;
+            fwd = source.matmulTime(g.m, g.n, g.k, gemmType);
+            bwdIn = bwdInputFlops > 0 ? source.matmulTime(g.m, g.k, g.n, gemmType) * bwdInputFlops / fwdFlops : 0;
+            bwdW = bwdWeightFlops > 0 ? source.matmulTime(g.k, g.n, g.m, gemmType) * bwdWeightFlops / fwdFlops : 0;
+            if (fp8) {
+                // Casts of the input and the weight before the forward GEMM, of the output gradient before backward.
+                fwd += source.memoryTime(kFp8CastBytesPerElement * (g.m * g.k + g.k * g.n));
+                bwdIn += source.memoryTime(kFp8CastBytesPerElement * g.m * g.n);
+            }
         } else if (op.kind == OpKind::FlashAttention) {
             fwd = source.attentionTime(fwdFlops, dtype);
             // Flash backward recomputes the scores: five GEMM passes to the forward's two (x 1.25 of 2x).
@@ -217,19 +261,41 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                 = op.tp_role == TpRole::Row || (op.tp_role == TpRole::Vocab && op.kind == OpKind::Embedding);
             const bool gathersInput = op.tp_role == TpRole::Column
                 || (op.tp_role == TpRole::Vocab && (op.kind == OpKind::Linear || op.kind == OpKind::MatMul));
+            // The embedding's reduce-scatter has no GEMM to hide under; the others overlap when asked to.
+            const bool overlap = sp && layout.tp_comm_overlap && isGemm(op.kind);
             if (reducesOutput && !op.outputs.empty()) {
                 const double bytes = bytesOf.full(op.outputs.front());
-                tpFwd += source.collectiveTime(sp ? Collective::ReduceScatter : Collective::AllReduce, bytes,
-                                               layout.tp_group);
-                if (sp)
-                    tpBwd += source.collectiveTime(Collective::AllGather, bytes, layout.tp_group);
+                const double forward = source.collectiveTime(sp ? Collective::ReduceScatter : Collective::AllReduce,
+                                                             bytes, layout.tp_group);
+                const double backward = sp ? source.collectiveTime(Collective::AllGather, bytes, layout.tp_group) : 0;
+                if (overlap) {
+                    overlapped.push_back({forward, backward, fwd, bwdIn, !instanceOf[i].empty()});
+                } else {
+                    tpFwd += forward;
+                    tpBwd += backward;
+                }
             }
-            if (gathersInput && !op.inputs.empty() && columnInputs.insert(op.inputs.front()).second) {
-                const double bytes = bytesOf.full(op.inputs.front());
-                if (sp)
-                    tpFwd += source.collectiveTime(Collective::AllGather, bytes, layout.tp_group);
-                tpBwd += source.collectiveTime(sp ? Collective::ReduceScatter : Collective::AllReduce, bytes,
-                                               layout.tp_group);
+            if (gathersInput && !op.inputs.empty()) {
+                const TensorId input = op.inputs.front();
+                if (columnInputs.insert(input).second) {
+                    const double bytes = bytesOf.full(input);
+                    const double forward
+                        = sp ? source.collectiveTime(Collective::AllGather, bytes, layout.tp_group) : 0;
+                    const double backward = source.collectiveTime(
+                        sp ? Collective::ReduceScatter : Collective::AllReduce, bytes, layout.tp_group);
+                    if (overlap) {
+                        overlappedInput.emplace(input, overlapped.size());
+                        overlapped.push_back({forward, backward, 0, 0, !instanceOf[i].empty()});
+                    } else {
+                        tpFwd += forward;
+                        tpBwd += backward;
+                    }
+                }
+                // Every GEMM that consumes the gathered input (Q, K and V; gate and up) hides a share of it.
+                if (const auto it = overlappedInput.find(input); it != overlappedInput.end()) {
+                    overlapped[it->second].gemm_fwd += fwd;
+                    overlapped[it->second].gemm_bwd += bwdIn;
+                }
             }
             if (op.kind == OpKind::Loss && op.tp_role == TpRole::Vocab) {
                 // Vocab-parallel cross-entropy: max, sum of exponentials and target logit, fp32 per token.
@@ -262,6 +328,13 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         otherBwd += std::max(0.0, 2 * ring - 2 * attentionFwd); // K/V out and dK/dV back
     }
 
+    for (const auto& o : overlapped) {
+        const double forward = exposedTime(o.comm_fwd, o.gemm_fwd, tp);
+        tpFwd += forward;
+        tpBwd += exposedTime(o.comm_bwd, o.gemm_bwd, tp);
+        if (o.recomputed)
+            tpRecompute += forward;
+    }
     tpBwd += tpRecompute;
     cost.tp_comm = tpFwd + tpBwd;
     cost.other_comm = otherFwd + otherBwd;

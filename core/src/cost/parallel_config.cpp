@@ -40,6 +40,12 @@ std::string ParallelConfig::describe() const
     text += cat(" mb", micro_batch, " m", num_microbatches, " zero", zero_stage);
     if (sequence_parallel)
         text += " sp";
+    if (tp_comm_overlap)
+        text += " tp-overlap";
+    if (overlap_param_gather)
+        text += " param-gather-overlap";
+    if (fp8_linears)
+        text += " fp8-linears";
     text += cat(" recompute=", recomputeName(recompute));
     if (recompute == RecomputeKind::Modules)
         text += cat("(", join(recompute_modules, ","), ")");

@@ -363,6 +363,16 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
             c.zero_ngroups = static_cast<int>(replicate); // HSDP: shard within dp / replicate ranks
     }
     c.sequence_parallel = c.tp > 1; // torchtitan's TP always shards activations along the sequence
+    // Async TP (v0.2.x [parallelism]; [experimental] before) and Float8 linears (v0.2.x converters; [float8] before).
+    const bool asyncTp = root["parallelism"]["enable_async_tensor_parallel"].value_or(false)
+        || root["experimental"]["enable_async_tensor_parallel"].value_or(false);
+    c.tp_comm_overlap = asyncTp && c.sequence_parallel;
+    if (const toml::array* converters = root["model"]["converters"].as_array())
+        for (const auto& converter : *converters)
+            if (converter.value_or(std::string_view {}).find("float8") != std::string_view::npos)
+                c.fp8_linears = true;
+    if (root["float8"]["enable_float8_linear"].value_or(false))
+        c.fp8_linears = true;
     const std::int64_t etp = parallelism.integer("expert_tensor_parallel_degree", 1, kMaxDegree).value_or(1);
     if (c.ep > 1 && etp != c.tp)
         out.warnings.push_back(cat("expert_tensor_parallel_degree ", etp,

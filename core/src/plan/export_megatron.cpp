@@ -219,6 +219,11 @@ std::string exportMegatron(Context& context)
     add(args, "--tensor-model-parallel-size", cat(c.tp));
     if (c.sequence_parallel && c.tp > 1)
         add(args, "--sequence-parallel");
+    if (c.tp_comm_overlap) {
+        add(args, "--tp-comm-overlap");
+        context.note("--tp-comm-overlap needs Transformer Engine with userbuffers (and MPI or a torch.distributed "
+                     "bootstrap for them)");
+    }
     add(args, "--pipeline-model-parallel-size", cat(c.pp));
     splitArgs(context, args);
     add(args, "--context-parallel-size", cat(c.cp));
@@ -227,6 +232,15 @@ std::string exportMegatron(Context& context)
     add(args, "--micro-batch-size", cat(c.micro_batch));
     add(args, "--global-batch-size", cat(context.plan.global_batch));
     zeroArgs(context, args);
+    if (c.overlap_param_gather && c.dp * c.cp > 1) {
+        add(args, "--overlap-grad-reduce");
+        add(args, "--overlap-param-gather");
+    }
+    if (c.fp8_linears) {
+        add(args, "--fp8-format", "hybrid");
+        context.note("--fp8-format hybrid runs the linear layers in FP8 through Transformer Engine (E4M3 forward, E5M2 "
+                     "gradients); the plan costs FP8 GEMMs with dynamic-scaling casts");
+    }
     recomputeArgs(context, args);
     if (c.pp > 1 && c.schedule == ScheduleKind::GPipe)
         context.note("Megatron-LM has no GPipe schedule: it runs 1F1B (the same bubble, less activation memory than "

@@ -50,6 +50,11 @@ Value text(std::string key, const std::string& value, std::string comment = {})
     return {std::move(key), tomlString(value), value, std::move(comment)};
 }
 
+Value boolean(std::string key, bool value, std::string comment = {})
+{
+    return {std::move(key), value ? "true" : "false", value ? "true" : "false", std::move(comment)};
+}
+
 /** A built-in llama3 flavor with exactly this shape (torchtitan/models/llama3/__init__.py), or empty. */
 std::string llama3Flavor(const TransformerShape& t)
 {
@@ -216,6 +221,8 @@ Table parallelismTable(Context& context)
             table.values.push_back(integer("expert_tensor_parallel_degree", c.tp,
                                            "experts split by TP too: EP ranks come from dp x cp, as planned"));
     }
+    if (c.tp_comm_overlap)
+        table.values.push_back(boolean("enable_async_tensor_parallel", true, "needs [compile] enable"));
     if (c.pp > 1) {
         table.values.push_back(text("pipeline_parallel_schedule", scheduleFor(context)));
         table.values.push_back(integer("pipeline_parallel_microbatch_size", c.micro_batch));
@@ -322,6 +329,22 @@ std::string exportTorchtitan(Context& context)
     tables.push_back(trainingTable(context));
     tables.push_back(parallelismTable(context));
     tables.push_back(checkpointTable(context));
+    if (c.tp_comm_overlap || c.fp8_linears) {
+        // Async TP works only on compiled models; Float8 linears are slow without compile (torchtitan's docs).
+        tables.push_back(
+            {"compile", {boolean("enable", true), {"components", "[\"model\", \"loss\"]", std::nullopt, {}}}});
+    }
+    if (c.fp8_linears) {
+        tables[1].values.push_back({"converters", "[\"quantize.linear.float8\"]", std::string("quantize.linear.float8"),
+                                    "torchao tensorwise Float8 linears (the output projection stays bf16)"});
+        tables.push_back({"quantize.linear.float8",
+                          {boolean("enable_fsdp_float8_all_gather", c.zero_stage == 3 && c.dp * c.cp > 1),
+                           boolean("precompute_float8_dynamic_scale_for_fsdp", c.zero_stage == 3 && c.dp * c.cp > 1),
+                           {"filter_fqns", "[\"output\"]", std::nullopt, {}}}});
+    }
+    if (c.overlap_param_gather)
+        context.note("FSDP2 prefetches the parameter all-gathers itself; the plan's parameter-gather overlap "
+                     "(Megatron's --overlap-param-gather) has no torchtitan setting");
 
     const LaunchShape shape = launchShape(context);
     std::vector<std::string> head = headerLines(context, "torchtitan job config");

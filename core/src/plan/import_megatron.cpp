@@ -911,9 +911,15 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
                                    "experts split by TP"));
     if (const auto comm = args.list("--cp-comm-type"); !comm.empty() && comm != std::vector<std::string> {"p2p"})
         out.warnings.push_back(cat("--cp-comm-type ", join(comm, " "), ": simulated as the p2p ring"));
-    for (const char* flag :
-         {"--hierarchical-context-parallel-sizes", "--fp8-format", "--overlap-param-gather-with-optimizer-step",
-          "--distribute-saved-activations", "--no-overlap-p2p-communication"})
+    c.tp_comm_overlap = args.has("--tp-comm-overlap") && c.sequence_parallel;
+    if (args.has("--tp-comm-overlap") && !c.sequence_parallel)
+        out.warnings.push_back("--tp-comm-overlap without --sequence-parallel: Megatron refuses it; simulated off");
+    c.overlap_param_gather = args.has("--overlap-param-gather") && (c.zero_stage == 1 || c.zero_stage == 2);
+    if (args.has("--overlap-param-gather") && !c.overlap_param_gather)
+        out.warnings.push_back("--overlap-param-gather needs the distributed optimizer; simulated off");
+    c.fp8_linears = args.has("--fp8-format");
+    for (const char* flag : {"--hierarchical-context-parallel-sizes", "--overlap-param-gather-with-optimizer-step",
+                             "--distribute-saved-activations", "--no-overlap-p2p-communication"})
         if (args.has(flag))
             out.warnings.push_back(cat(flag, " is not modelled"));
 

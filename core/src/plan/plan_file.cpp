@@ -175,6 +175,9 @@ json configJson(const ParallelConfig& c)
                  {"zero_stage", c.zero_stage},
                  {"zero_ngroups", c.zero_ngroups},
                  {"sequence_parallel", c.sequence_parallel},
+                 {"tp_comm_overlap", c.tp_comm_overlap},
+                 {"overlap_param_gather", c.overlap_param_gather},
+                 {"fp8_linears", c.fp8_linears},
                  {"recompute", recomputeName(c.recompute)},
                  {"recompute_modules", c.recompute_modules},
                  {"schedule", scheduleName(c.schedule)},
@@ -252,6 +255,10 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     c.zero_stage = intField(f, "zero_stage", 0, 3);
     c.zero_ngroups = intField(f, "zero_ngroups", 1, kMaxDevices);
     c.sequence_parallel = requiredBool(f, "sequence_parallel");
+    // Added after the first plan files were written: absent means off.
+    c.tp_comm_overlap = f.boolean("tp_comm_overlap", false);
+    c.overlap_param_gather = f.boolean("overlap_param_gather", false);
+    c.fp8_linears = f.boolean("fp8_linears", false);
     const std::string recompute = f.string("recompute");
     const auto recomputeKind = parseRecompute(recompute);
     if (!recomputeKind)
@@ -288,6 +295,10 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
         f.fail("ep", cat("value ", c.ep, " does not divide dp x cp = ", c.dp * c.cp));
     if (c.sequence_parallel && c.tp == 1)
         f.fail("sequence_parallel", "sequence parallelism needs tp > 1");
+    if (c.tp_comm_overlap && !c.sequence_parallel)
+        f.fail("tp_comm_overlap", "TP communication overlap needs sequence_parallel");
+    if (c.overlap_param_gather && c.zero_stage != 1 && c.zero_stage != 2)
+        f.fail("overlap_param_gather", "overlapping the parameter all-gather needs zero_stage 1 or 2");
     if (c.recompute == RecomputeKind::Modules && c.recompute_modules.empty())
         f.fail("recompute_modules", "recompute by modules needs at least one module name");
     if (std::int64_t {c.pp} * c.vpp > numLayers)

@@ -19,6 +19,8 @@ struct LayerLayout
     int cp = 1;
     int ep = 1;
     bool sequence_parallel = false;
+    bool tp_comm_overlap = false; ///< SP collectives overlap the GEMMs beside them (ParallelConfig)
+    bool fp8_linears = false; ///< linear GEMMs in FP8 with dynamic scaling casts (ParallelConfig)
     double micro_batch = 1; ///< sequences per micro-batch
     RecomputeKind recompute = RecomputeKind::None;
     std::vector<std::string> recompute_modules;

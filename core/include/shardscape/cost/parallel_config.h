@@ -40,6 +40,15 @@ struct ParallelConfig
     int zero_stage = 0; ///< 0: none, 1: optimizer states, 2: + gradients, 3: + parameters
     int zero_ngroups = 1; ///< ZeRO shards within dp / zero_ngroups ranks (hierarchical partitioning)
     bool sequence_parallel = false; ///< Megatron SP: shards the non-TP activations by tp
+    /** Overlap the sequence-parallel all-gathers / reduce-scatters with the GEMMs next to them (Megatron-LM's
+        --tp-comm-overlap with Transformer Engine userbuffers, torchtitan's async TP). Needs sequence_parallel. */
+    bool tp_comm_overlap = false;
+    /** Overlap the distributed optimizer's parameter all-gather with the next step's forward (Megatron-LM's
+        --overlap-param-gather). Only meaningful with ZeRO-1/2, whose updated shards are gathered once a step. */
+    bool overlap_param_gather = false;
+    /** Linear layers run their GEMMs in FP8 with dynamic scaling (torchtitan's float8 converter, Transformer
+        Engine's --fp8-format hybrid); attention, norms and the rest stay in the model's dtype. */
+    bool fp8_linears = false;
     RecomputeKind recompute = RecomputeKind::None;
     std::vector<std::string> recompute_modules; ///< suffixes of module paths; "ROOT" = every block
     ScheduleKind schedule = ScheduleKind::OneFOneB;
