@@ -14,5 +14,6 @@ void addInspectCommand(CLI::App& app, CommandAction& action);
 void addSimulateCommand(CLI::App& app, CommandAction& action);
 void addPlanCommand(CLI::App& app, CommandAction& action);
 void addExportCommand(CLI::App& app, CommandAction& action);
+void addProfileCommand(CLI::App& app, CommandAction& action);
 
 } // namespace shardscape::cli

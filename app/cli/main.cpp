@@ -20,6 +20,7 @@ int main(int argc, char** argv)
     cli::addSimulateCommand(app, action);
     cli::addPlanCommand(app, action);
     cli::addExportCommand(app, action);
+    cli::addProfileCommand(app, action);
 
     try {
         app.parse(argc, argv);

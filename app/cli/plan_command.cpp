@@ -37,6 +37,7 @@ struct PlanOptions
     std::string json;
     std::string save_plan;
     std::string load_plan;
+    std::string profile_dir;
     bool dump = false;
 };
 
@@ -95,6 +96,8 @@ int runPlan(const PlanOptions& o)
         config.save_plan_path = o.save_plan;
     if (!o.load_plan.empty())
         config.load_plan_path = o.load_plan;
+    if (!o.profile_dir.empty())
+        config.profile_dir = o.profile_dir;
 
     BuildOptions build;
     build.seq_len = o.seq_len;
@@ -186,6 +189,9 @@ void addPlanCommand(CLI::App& app, CommandAction& action)
     cmd->add_option("--json", o->json, "write the result JSON (top-k and search counts) to this file ('-' = stdout)");
     cmd->add_option("--save-plan", o->save_plan, "write the chosen plan (shardscape.plan/1) to this file");
     cmd->add_option("--load-plan", o->load_plan, "re-simulate a saved plan for these inputs instead of searching");
+    cmd->add_option("--profile-dir", o->profile_dir,
+                    "measured profile directory (profile.json) for the cost model; default: "
+                    "~/.cache/shardscape/<device> when one matches the cluster's device");
     cmd->add_flag("--dump", o->dump, "write advanced_parallelization_selected_config.dump in the working directory");
     cmd->callback([&action, o] { action = [o] { return runPlan(*o); }; });
 }

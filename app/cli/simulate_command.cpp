@@ -9,6 +9,7 @@
 #include "shardscape/plan/config_import.h"
 #include "shardscape/plan/plan_file.h"
 #include "shardscape/plan/result_json.h"
+#include "shardscape/profile/profile_cost_source.h"
 #include "shardscape/sim/chrome_trace.h"
 #include "shardscape/support/atomic_file.h"
 #include "shardscape/support/error.h"
@@ -62,6 +63,7 @@ struct SimulateOptions
     std::string trace;
     std::string from_config;
     std::string save_plan;
+    std::string profile_dir;
 
     // Set from the parser after parsing: whether the user chose these explicitly.
     bool nodes_given = false;
@@ -408,7 +410,14 @@ int runSimulate(const SimulateOptions& given)
     build.batch = o.micro_batch;
     build.seq_len = o.seq_len;
     auto graph = std::make_shared<const ModelGraph>(loadModel(o.model, build));
-    const CostModel model(graph, cluster);
+    ProfileRequest profileRequest;
+    profileRequest.profile_dir = o.profile_dir;
+    const CostSourceChoice costs = chooseCostSource(cluster, CostParams {}, profileRequest);
+    // Human output goes to stdout; when stdout carries JSON or a trace, the notes go to stderr.
+    std::ostream& notes = o.json == "-" || o.trace == "-" ? std::cerr : std::cout;
+    for (const auto& note : costs.profile.notes)
+        notes << "profile: " << note << '\n';
+    const CostModel model(graph, cluster, CostParams {}, costs.source);
 
     ParallelConfig config;
     config.tp = o.tp;
@@ -566,6 +575,9 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     cmd->add_option("--trace", o->trace,
                     "write the simulated timeline as a Chrome trace (Perfetto) to this file; skipped when the "
                     "configuration is rejected before simulation");
+    cmd->add_option("--profile-dir", o->profile_dir,
+                    "measured profile directory (profile.json) for the cost model; default: "
+                    "~/.cache/shardscape/<device> when one matches the cluster's device");
     cmd->add_option("--save-plan", o->save_plan,
                     "write the configuration as a plan file (shardscape.plan/1) for export; also when it does not fit");
     auto* fromConfig = cmd->add_option(

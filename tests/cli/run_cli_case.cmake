@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Runs one CLI case: -DCLI=exe -DARGS="a|b|c" -DEXIT=n [-DGOLDEN=file] [-DSTDOUT_MATCH=re] [-DSTDERR_MATCH=re]
 string(REPLACE "|" ";" args "${ARGS}")
+# Hermetic: the per-device profile cache (profile_dir's default) is an empty folder of the case, not the user's.
+set(ENV{XDG_CACHE_HOME} "${WORKDIR}/xdg-cache")
 execute_process(COMMAND ${CLI} ${args} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err
                 WORKING_DIRECTORY ${WORKDIR})
 if(NOT code EQUAL EXIT)

@@ -30,12 +30,13 @@ PlanResult reusePlan(const Problem& problem, const PlannerConfig& config, Progre
     PlanResult result;
     std::vector<Layer> layers = planningLayers(*problem.graph, config);
     const auto graph = withShardingRoles(problem.graph, layers, cluster, params, config);
-    auto model = std::make_shared<const CostModel>(graph, cluster, params, nullptr, std::move(layers));
-    result.model = model;
     const auto log = [&](std::string line) {
         progress.log(line);
         result.log.push_back(std::move(line));
     };
+    const auto source = plannerCostSource(cluster, params, config, log);
+    auto model = std::make_shared<const CostModel>(graph, cluster, params, source, std::move(layers));
+    result.model = model;
     log(cat("reusing the plan in ", config.load_plan_path, " (", loaded.config.describe(), ")"));
     const std::int64_t globalBatch = problem.global_batch > 0 ? problem.global_batch : loaded.global_batch;
     for (const auto& warning : planStalenessWarnings(loaded, *model, globalBatch, problem.graph->seq_len))

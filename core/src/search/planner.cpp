@@ -207,7 +207,10 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     std::vector<Layer> layers = planningLayers(*problem.graph, config, &layerNote);
     std::string shardingNote;
     const auto graph = withShardingRoles(problem.graph, layers, cluster, params, config, &shardingNote);
-    auto model = std::make_shared<const CostModel>(graph, cluster, params, nullptr, std::move(layers));
+    std::vector<std::string> profileNotes;
+    const auto source = plannerCostSource(cluster, params, config,
+                                          [&](std::string line) { profileNotes.push_back(std::move(line)); });
+    auto model = std::make_shared<const CostModel>(graph, cluster, params, source, std::move(layers));
     result.model = model;
 
     Workload workload;
@@ -221,6 +224,8 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
         result.log.push_back(std::move(line));
     };
 
+    for (auto& line : profileNotes)
+        log(std::move(line));
     if (!layerNote.empty())
         log(layerNote);
     if (!shardingNote.empty())
@@ -425,6 +430,25 @@ std::vector<Layer> planningLayers(const ModelGraph& graph, const PlannerConfig& 
             *note = cat("no repeated blocks in the module paths: automatic layer construction into ", count, " layers");
         return constructLayers(graph, count);
     }
+}
+
+ProfileRequest profileRequestOf(const PlannerConfig& config)
+{
+    ProfileRequest request;
+    request.profile_dir = config.profile_dir;
+    request.re_profile = config.re_profile;
+    request.parallel_profile = config.parallel_profile;
+    return request;
+}
+
+std::shared_ptr<const CostSource> plannerCostSource(const Cluster& cluster, const CostParams& params,
+                                                    const PlannerConfig& config,
+                                                    const std::function<void(std::string)>& log)
+{
+    const CostSourceChoice choice = chooseCostSource(cluster, params, profileRequestOf(config));
+    for (const auto& note : choice.profile.notes)
+        log("profile: " + note);
+    return choice.source;
 }
 
 std::string selectedConfigLine(const Evaluation& e)

@@ -2,10 +2,12 @@
 #pragma once
 
 #include "shardscape/cost/cost_model.h"
+#include "shardscape/profile/profile_cost_source.h"
 #include "shardscape/search/planner_config.h"
 #include "shardscape/support/progress.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stop_token>
 #include <string>
@@ -75,6 +77,18 @@ std::shared_ptr<const ModelGraph> withShardingRoles(std::shared_ptr<const ModelG
                                                     const std::vector<Layer>& layers, const Cluster& cluster,
                                                     const CostParams& params, const PlannerConfig& config,
                                                     std::string* note = nullptr);
+
+/** The profile options of a planner config (profile_dir, re_profile, parallel_profile). */
+ProfileRequest profileRequestOf(const PlannerConfig& config);
+
+/**
+ * The cost source the planner uses for `cluster`: the measured profile for its device (config.profile_dir, else the
+ * per-device cache directory) over the datasheet; the decisions (corrupt or foreign profiles ignored, re_profile)
+ * go to `log` one line each, prefixed "profile: ".
+ */
+std::shared_ptr<const CostSource> plannerCostSource(const Cluster& cluster, const CostParams& params,
+                                                    const PlannerConfig& config,
+                                                    const std::function<void(std::string)>& log);
 
 /** The MoAI one-liner for a plan: "num_stages : 2, num_micro_batches : 4, batch_per_device : 1, TP 2, ..." */
 std::string selectedConfigLine(const Evaluation& evaluation);
