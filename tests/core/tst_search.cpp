@@ -237,6 +237,26 @@ private Q_SLOTS:
             QVERIFY(e.config.pp > 1);
     }
 
+    void frameworkFeaturesApplyWhereValid()
+    {
+        const Problem problem = problemFor("llama2-7b", 2, 128, 2048);
+        QuietProgress progress;
+        const PlanResult baseline = plan(problem, PlannerConfig {}, progress);
+        PlannerConfig config;
+        config.tp_comm_overlap = true;
+        config.overlap_param_gather = true;
+        config.fp8_linears = true;
+        const PlanResult r = plan(problem, config, progress);
+        QVERIFY(!r.top.empty() && !baseline.top.empty());
+        for (const auto& e : r.top) {
+            QVERIFY(e.config.fp8_linears);
+            QCOMPARE(e.config.tp_comm_overlap, e.config.sequence_parallel);
+            QCOMPARE(e.config.overlap_param_gather, e.config.zero_stage == 1 || e.config.zero_stage == 2);
+        }
+        // Faster kernels and hidden communication: the best plan can only get faster.
+        QVERIFY(r.top.front().step_time < baseline.top.front().step_time);
+    }
+
     void stageCountAndPivotsAreHonoured()
     {
         const Problem problem = problemFor("llama2-13b", 2, 64, 4096);

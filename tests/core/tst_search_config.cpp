@@ -48,7 +48,9 @@ bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
         && a.load_plan_path == b.load_plan_path && a.save_plan_path == b.save_plan_path
         && a.partition_constraints_path == b.partition_constraints_path && a.is_train == b.is_train
         && a.verbose == b.verbose && a.ignore_small_tensor_threshold == b.ignore_small_tensor_threshold
-        && a.method == b.method && a.max_cp == b.max_cp && a.layer_num == b.layer_num;
+        && a.method == b.method && a.max_cp == b.max_cp && a.layer_num == b.layer_num
+        && a.tp_comm_overlap == b.tp_comm_overlap && a.overlap_param_gather == b.overlap_param_gather
+        && a.fp8_linears == b.fp8_linears;
 }
 
 /** Every field away from its default (and values that are not round in binary). */
@@ -135,7 +137,8 @@ private Q_SLOTS:
             allKeys.push_back(item.key());
         std::sort(fileKeys.begin(), fileKeys.end());
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
-        QCOMPARE(allKeys.size(), std::size_t {35}); // 32 AutoDist keys + method + max_cp + layer_num
+        // 32 AutoDist keys + method, max_cp, layer_num and the three framework features
+        QCOMPARE(allKeys.size(), std::size_t {38});
     }
 
     void roundTrip()

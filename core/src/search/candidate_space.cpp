@@ -178,6 +178,9 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     c.zero_stage = zero;
                                     c.zero_ngroups = (dp * cp) % config.zero_ngroups == 0 ? config.zero_ngroups : 1;
                                     c.sequence_parallel = tp > 1;
+                                    c.tp_comm_overlap = config.tp_comm_overlap && c.sequence_parallel;
+                                    c.overlap_param_gather = config.overlap_param_gather && (zero == 1 || zero == 2);
+                                    c.fp8_linears = config.fp8_linears;
                                     c.recompute = recompute;
                                     c.recompute_modules = space.recompute_modules;
                                     c.schedule = schedule;

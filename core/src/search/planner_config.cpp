@@ -308,6 +308,9 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
         c.method = *parsed;
     }
     c.max_cp = integer("max_cp", 1, kMaxCp, c.max_cp);
+    c.tp_comm_overlap = f.boolean("tp_comm_overlap", c.tp_comm_overlap);
+    c.overlap_param_gather = f.boolean("overlap_param_gather", c.overlap_param_gather);
+    c.fp8_linears = f.boolean("fp8_linears", c.fp8_linears);
     c.layer_num = integer("layer_num", 0, 100000, c.layer_num);
     f.checkNoUnknownKeys();
     validateConfig(c, origin);
@@ -355,6 +358,9 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"ignore_small_tensor_threshold", c.ignore_small_tensor_threshold},
                  {"method", planMethodName(c.method)},
                  {"max_cp", c.max_cp},
+                 {"tp_comm_overlap", c.tp_comm_overlap},
+                 {"overlap_param_gather", c.overlap_param_gather},
+                 {"fp8_linears", c.fp8_linears},
                  {"layer_num", c.layer_num}};
 }
 

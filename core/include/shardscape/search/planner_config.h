@@ -66,6 +66,11 @@ struct PlannerConfig
     double ignore_small_tensor_threshold = 0; ///< bytes; smaller tensors are replicated by the intra-op solver
     /** Not an AutoDist key: the --method restriction (set by the CLI, "method" in JSON). */
     PlanMethod method = PlanMethod::Auto;
+    /** Not AutoDist keys: framework features the target job turns on, applied to every candidate where they are
+        valid (TP overlap with SP, parameter-gather overlap with ZeRO-1/2). See ParallelConfig. */
+    bool tp_comm_overlap = false;
+    bool overlap_param_gather = false;
+    bool fp8_linears = false;
     /** Not an AutoDist key: search context parallelism ("max_cp" in JSON, 1 = off). */
     int max_cp = 8;
     /** Not an AutoDist key: Alpa's automatic layer construction ("layer_num" in JSON): cluster the ops into this
