@@ -52,6 +52,9 @@ struct SimulateOptions
     std::string recompute = "none";
     std::vector<std::string> recompute_modules;
     bool sequence_parallel = false;
+    bool tp_comm_overlap = false;
+    bool overlap_param_gather = false;
+    bool fp8_linears = false;
     std::string schedule = "1f1b";
     std::int64_t seq_len = 0;
     int nodes = 0;
@@ -169,6 +172,10 @@ std::string wayOut(const Evaluation& e, const CostModel& model, const SimulateOp
         return cat("pick cp so that 2 x cp divides the sequence length ", graph.seq_len, ", or change --seq-len");
     if (c.sequence_parallel && c.tp == 1)
         return "drop --sequence-parallel or use --tp 2 or more";
+    if (c.tp_comm_overlap && !c.sequence_parallel)
+        return "add --sequence-parallel (with --tp 2 or more) or drop --tp-comm-overlap";
+    if (c.overlap_param_gather && c.zero_stage != 1 && c.zero_stage != 2)
+        return "use --zero 1 or --zero 2, or drop --overlap-param-gather";
     if ((c.dp * c.cp) % c.zero_ngroups)
         return cat("pick a --zero-ngroups that divides dp x cp = ", c.dp * c.cp);
     if (c.pp * c.vpp > layers)
@@ -359,6 +366,9 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     o.zero = c.zero_stage;
     o.zero_ngroups = c.zero_ngroups;
     o.sequence_parallel = c.sequence_parallel;
+    o.tp_comm_overlap = c.tp_comm_overlap;
+    o.overlap_param_gather = c.overlap_param_gather;
+    o.fp8_linears = c.fp8_linears;
     o.recompute = c.recompute == RecomputeKind::Modules ? "none" : std::string(recomputeName(c.recompute));
     o.recompute_modules = c.recompute == RecomputeKind::Modules ? c.recompute_modules : std::vector<std::string> {};
     o.schedule = std::string(scheduleName(c.schedule));
@@ -430,6 +440,9 @@ int runSimulate(const SimulateOptions& given)
     config.zero_stage = o.zero;
     config.zero_ngroups = o.zero_ngroups;
     config.sequence_parallel = o.sequence_parallel;
+    config.tp_comm_overlap = o.tp_comm_overlap;
+    config.overlap_param_gather = o.overlap_param_gather;
+    config.fp8_linears = o.fp8_linears;
     config.recompute = recompute;
     config.recompute_modules = o.recompute_modules;
     // --vpp alone means the interleaved schedule, the only one that runs several chunks per rank.
@@ -546,6 +559,15 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
             ->capture_default_str());
     configuration.push_back(
         cmd->add_flag("--sequence-parallel", o->sequence_parallel, "Megatron sequence parallelism (needs tp > 1)"));
+    configuration.push_back(cmd->add_flag("--tp-comm-overlap", o->tp_comm_overlap,
+                                          "overlap the SP all-gathers/reduce-scatters with GEMMs (Megatron "
+                                          "--tp-comm-overlap, torchtitan async TP; needs --sequence-parallel)"));
+    configuration.push_back(cmd->add_flag("--overlap-param-gather", o->overlap_param_gather,
+                                          "overlap the ZeRO-1/2 parameter all-gather with the next forward (Megatron "
+                                          "--overlap-param-gather)"));
+    configuration.push_back(cmd->add_flag("--fp8", o->fp8_linears,
+                                          "run the linear layers' GEMMs in FP8 with dynamic scaling (torchtitan "
+                                          "float8, Transformer Engine)"));
     auto* schedule = cmd->add_option("--schedule", o->schedule, "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1")
                          ->capture_default_str();
     configuration.push_back(schedule);
