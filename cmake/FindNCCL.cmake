@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # FindNCCL: NCCL has no CMake package of its own. Looks next to the CUDA toolkit, then in the usual
-# prefixes; NCCL_ROOT (or the NCCL_HOME / NCCL_ROOT environment variables) points elsewhere.
+# prefixes; NCCL_ROOT (or the NCCL_HOME / NCCL_ROOT environment variables) points elsewhere, e.g. at the
+# nvidia/nccl folder of the nvidia-nccl-cu13 pip wheel (which ships only libnccl.so.2, no libnccl.so link).
 # Defines NCCL::NCCL, NCCL_FOUND, NCCL_INCLUDE_DIR, NCCL_LIBRARY, NCCL_VERSION.
 set(_nccl_hints ${NCCL_ROOT} $ENV{NCCL_ROOT} $ENV{NCCL_HOME})
 if(CUDAToolkit_LIBRARY_ROOT)
@@ -14,7 +15,7 @@ if(CUDAToolkit_LIBRARY_DIR)
 endif()
 
 find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${_nccl_include_hints} ${_nccl_hints} PATH_SUFFIXES include)
-find_library(NCCL_LIBRARY NAMES nccl HINTS ${_nccl_lib_hints} ${_nccl_hints} PATH_SUFFIXES lib lib64)
+find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ${_nccl_lib_hints} ${_nccl_hints} PATH_SUFFIXES lib lib64)
 
 if(NCCL_INCLUDE_DIR AND EXISTS ${NCCL_INCLUDE_DIR}/nccl.h)
     file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h _nccl_version_lines REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")

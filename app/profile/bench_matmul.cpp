@@ -105,20 +105,20 @@ public:
     LtGemm(const LtGemm&) = delete;
     LtGemm& operator=(const LtGemm&) = delete;
 
-    /** The heuristic's algorithms, best first (at most `count`); CudaFailure when there is none. */
+    /** The heuristic's algorithms, best first (at most `count`); empty when cuBLASLt has none for the problem. */
     std::vector<cublasLtMatmulAlgo_t> algorithms(int count) const
     {
         std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<std::size_t>(count));
         int returned = 0;
-        checkLt(cublasLtMatmulAlgoGetHeuristic(m_handle, m_op, m_a, m_b, m_d, m_d, m_preference, count, results.data(),
-                                               &returned),
-                "cublasLtMatmulAlgoGetHeuristic");
+        const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(m_handle, m_op, m_a, m_b, m_d, m_d, m_preference,
+                                                                     count, results.data(), &returned);
+        if (status == CUBLAS_STATUS_NOT_SUPPORTED) // no algorithm for this type/shape/alignment combination
+            return {};
+        checkLt(status, "cublasLtMatmulAlgoGetHeuristic");
         std::vector<cublasLtMatmulAlgo_t> algos;
         for (int i = 0; i < returned; ++i)
             if (results[static_cast<std::size_t>(i)].state == CUBLAS_STATUS_SUCCESS)
                 algos.push_back(results[static_cast<std::size_t>(i)].algo);
-        if (algos.empty())
-            throw CudaFailure("cuBLASLt has no algorithm for this GEMM");
         return algos;
     }
 
@@ -167,6 +167,8 @@ void checkDType(cublasLtHandle_t handle, DType dtype, const DeviceBuffer& worksp
 
     const LtGemm gemm(handle, dtype, m, n, k);
     const auto algos = gemm.algorithms(kCheckedAlgorithms);
+    if (algos.empty())
+        throw CudaFailure("cuBLASLt offers no algorithm for " + shapeText(dtype, m, n, k));
     int checked = 0;
     for (std::size_t i = 0; i < algos.size(); ++i) {
         checkCuda(cudaMemsetAsync(dd.get(), 0xff, dd.bytes(), context.stream), "cudaMemset"); // NaN: no stale pass
@@ -271,6 +273,10 @@ std::optional<double> timeGemm(cublasLtHandle_t handle, const GemmCase& c, const
 
     const LtGemm gemm(handle, dtype, m, n, k);
     const auto algos = gemm.algorithms(kTunedAlgorithms);
+    if (algos.empty()) {
+        note("skip    %s: cuBLASLt offers no algorithm for it", shapeText(dtype, m, n, k).c_str());
+        return std::nullopt;
+    }
     TimingConfig quick = context.timing;
     quick.warmup = 1;
     quick.reps = 3;
@@ -294,8 +300,11 @@ std::optional<double> timeGemm(cublasLtHandle_t handle, const GemmCase& c, const
             bestTime = t;
         }
     }
-    if (!best)
-        throw CudaFailure("cuBLASLt could not run any algorithm for " + shapeText(dtype, m, n, k));
+    if (!best) {
+        note("skip    %s: cuBLASLt ran none of its %zu algorithms for it", shapeText(dtype, m, n, k).c_str(),
+             algos.size());
+        return std::nullopt;
+    }
     const cublasLtMatmulAlgo_t& algo = algos[*best];
     const double seconds = timeLaunches(
         context.stream,
