@@ -6,6 +6,7 @@
 #include "shardscape/profile/nccl_tests_import.h"
 #include "shardscape/profile/profile_cost_source.h"
 #include "shardscape/profile/profile_db.h"
+#include "shardscape/profile/profile_import.h"
 #include "shardscape/profile/profile_summary.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/strings.h"
@@ -108,90 +109,13 @@ int runShow(const ShowOptions& o)
 
 int runImport(const ImportOptions& o)
 {
-    // Read every log first: a bad one must leave the profile untouched.
-    struct Parsed
-    {
-        std::string name;
-        std::vector<NcclTestsRun> runs;
-        std::vector<CollectiveRow> rows;
-    };
-    std::vector<Parsed> parsed;
-    std::string loggedDevice;
-    for (const auto& log : o.logs) {
-        Parsed p;
-        p.name = std::filesystem::path(log).filename().string();
-        p.runs = readNcclTestsFile(log);
-        for (const auto& run : p.runs) {
-            const auto rows = collectiveRows(run, p.name);
-            p.rows.insert(p.rows.end(), rows.begin(), rows.end());
-            if (run.device_name.empty())
-                continue;
-            if (loggedDevice.empty())
-                loggedDevice = run.device_name;
-            else if (deviceSlug(run.device_name) != deviceSlug(loggedDevice))
-                throw InputError(cat(log, " was measured on ", run.device_name, ", an earlier log on ", loggedDevice),
-                                 "import each device's logs into its own --profile-dir");
-        }
-        parsed.push_back(std::move(p));
-    }
-    if (!o.device_name.empty() && !loggedDevice.empty() && deviceSlug(o.device_name) != deviceSlug(loggedDevice))
-        throw InputError(cat("--device-name is ", o.device_name, " but the logs were measured on ", loggedDevice),
-                         "drop --device-name, or import logs of that device");
-    const std::string device = o.device_name.empty() ? loggedDevice : o.device_name;
-
-    std::filesystem::path dir = o.profile_dir;
-    if (dir.empty()) {
-        if (device.empty())
-            throw InputError("the logs do not name the GPU (no \"# Rank\" lines)",
-                             "give --device-name (e.g. \"NVIDIA H100 80GB HBM3\") or --profile-dir");
-        dir = defaultProfileDir(device);
-        if (dir.empty())
-            throw InputError("no HOME or XDG_CACHE_HOME to put the profile under", "give --profile-dir");
-    }
-    const std::filesystem::path file = dir / kProfileFileName;
-    const ProfileStatus status = inspectProfile(file);
-    Profile profile;
-    switch (status.state) {
-    case ProfileState::Valid:
-        profile = *status.profile;
-        if (!device.empty() && deviceSlug(device) != deviceSlug(profile.device.name))
-            throw InputError(
-                cat(file.string(), " is the profile of ", profile.device.name, ", the logs are from ", device),
-                "import into another --profile-dir");
-        break;
-    case ProfileState::Missing:
-        if (device.empty())
-            throw InputError(cat("no profile at ", file.string(), " and the logs do not name the GPU"),
-                             "give --device-name (e.g. \"NVIDIA H100 80GB HBM3\")");
-        profile.created_utc = utcNow();
-        profile.tool = "shardscape-cli 0.1.0 profile import-nccl";
-        profile.device.name = device;
-        break;
-    case ProfileState::Corrupt:
-    case ProfileState::WrongVersion:
-        throw InputError(cat("not touching the profile: ", status.reason),
-                         "move the file away (or re-run shardscape-profile), then import again");
-    }
-
-    for (const auto& p : parsed) {
-        std::size_t offset = 0;
-        for (const auto& run : p.runs) {
-            const std::vector<CollectiveRow> rows(p.rows.begin() + static_cast<std::ptrdiff_t>(offset),
-                                                  p.rows.begin()
-                                                      + static_cast<std::ptrdiff_t>(offset + run.results.size()));
-            offset += run.results.size();
-            const MergeCounts counts = mergeCollectives(profile, rows);
-            std::cout << p.name << ": " << run.program << ", " << run.ranks << " ranks (" << run.ranks_per_node
-                      << " per node), " << rows.size() << " sizes " << humanBytes(rows.front().bytes) << " .. "
-                      << humanBytes(rows.back().bytes) << ": " << counts.added << " added, " << counts.replaced
-                      << " replaced\n";
-            for (const auto& note : run.notes)
-                std::cout << "  note: " << note << '\n';
-        }
-    }
-    saveProfile(file, profile);
-    std::cout << "saved " << file.string() << " (" << profile.collectives.size() << " collective rows, device "
-              << profile.device.name << ")\n";
+    const std::vector<std::filesystem::path> logs(o.logs.begin(), o.logs.end());
+    const NcclImportResult result
+        = importNcclTestsLogs(logs, o.profile_dir, o.device_name, "shardscape-cli 0.1.0 profile import-nccl");
+    for (const auto& line : result.lines)
+        std::cout << line << '\n';
+    std::cout << "saved " << result.file.string() << " (" << result.profile.collectives.size()
+              << " collective rows, device " << result.profile.device.name << ")\n";
     return kExitOk;
 }
 

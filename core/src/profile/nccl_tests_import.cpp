@@ -274,7 +274,9 @@ std::string_view untag(std::string_view line)
     return line;
 }
 
-double factorFor(const std::string& op, int ranks)
+} // namespace
+
+double ncclBusBandwidthFactor(std::string_view op, int ranks)
 {
     const double n = ranks;
     if (op == "all_reduce")
@@ -283,8 +285,6 @@ double factorFor(const std::string& op, int ranks)
         return 1;
     return (n - 1) / n;
 }
-
-} // namespace
 
 std::vector<NcclTestsRun> parseNcclTestsText(std::string_view text, std::string_view fileName)
 {
@@ -525,7 +525,7 @@ std::vector<CollectiveRow> collectiveRows(const NcclTestsRun& run, std::string_v
         row.ranks_per_node = run.ranks_per_node;
         row.dtype = ncclTestsDType(result.type);
         row.time_s = result.time_us / 1e6;
-        row.busbw_gb_per_s = result.bytes / row.time_s / 1e9 * factorFor(run.op, run.ranks);
+        row.busbw_gb_per_s = result.bytes / row.time_s / 1e9 * ncclBusBandwidthFactor(run.op, run.ranks);
         row.source = cat("nccl-tests:", fileName);
         rows.push_back(std::move(row));
     }

@@ -66,6 +66,10 @@ DType ncclTestsDType(std::string_view type);
  */
 std::vector<CollectiveRow> collectiveRows(const NcclTestsRun& run, std::string_view fileName);
 
+/** nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw * factor, 2(n-1)/n for all_reduce, 1 for
+    send_recv, (n-1)/n for the others; `op` is a profile op name, `ranks` >= 1. */
+double ncclBusBandwidthFactor(std::string_view op, int ranks);
+
 struct MergeCounts
 {
     int added = 0;
