@@ -15,6 +15,7 @@
 #include "widgets/exports.h"
 #include "widgets/model_panel.h"
 #include "widgets/planner_panel.h"
+#include "widgets/profile_panel.h"
 #include "widgets/recent_files.h"
 #include "widgets/what_if_panel.h"
 
@@ -110,8 +111,23 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
         m_clusterPanel->setNodes(m_options.nodes);
     if (m_options.gpus_per_node > 0)
         m_clusterPanel->setGpusPerNode(m_options.gpus_per_node);
+    if (!m_options.profile_dir.isEmpty()) {
+        m_profilePanel->setProfileDir(m_options.profile_dir);
+        findChild<QDockWidget*>(QStringLiteral("profileDock"))->raise();
+    }
 
     loadModelOverview();
+    updateProfileCluster();
+    connect(m_clusterPanel, &ClusterPanel::changed, this, &MainWindow::updateProfileCluster);
+    // Another profile, new measurements or the switch: the candidates must be re-costed.
+    connect(m_profilePanel, &ProfilePanel::profileChanged, this, [this] {
+        statusBar()->showMessage(tr("Profile changed: planning again"), 5000);
+        plan();
+    });
+    connect(m_profilePanel, &ProfilePanel::problemReported, this, [this](const QString&, const QString& message) {
+        m_lastError = message;
+        emit errorShown(message);
+    });
     if (m_options.plan_on_start)
         plan();
 }
@@ -135,6 +151,7 @@ void MainWindow::createPanels()
     m_views = new AnalysisViews;
     m_whatIf = new WhatIfPanel;
     m_compare = new CompareWidget;
+    m_profilePanel = new ProfilePanel;
     m_log = new QPlainTextEdit;
     m_log->setReadOnly(true);
     m_log->setMaximumBlockCount(5000);
@@ -220,11 +237,13 @@ void MainWindow::createDocks()
 
     auto* whatIf = makeDock(tr("What-if"), QStringLiteral("whatIfDock"), scrolled(m_whatIf), this);
     auto* compare = makeDock(tr("Compare"), QStringLiteral("compareDock"), m_compare, this);
+    auto* profile = makeDock(tr("Profile"), QStringLiteral("profileDock"), m_profilePanel, this);
     // Short titles: on narrow screens all docks share one column of tabs.
     auto* why = makeDock(tr("Why"), QStringLiteral("explanationDock"), m_explanation, this);
     auto* log = makeDock(tr("Log"), QStringLiteral("logDock"), m_log, this);
     addDockWidget(Qt::RightDockWidgetArea, whatIf);
     tabifyDockWidget(whatIf, compare);
+    tabifyDockWidget(compare, profile);
     addDockWidget(Qt::RightDockWidgetArea, why);
     tabifyDockWidget(why, log);
     whatIf->raise();
@@ -430,6 +449,7 @@ PlanRequest MainWindow::currentRequest() const
     request.model_spec = m_modelPanel->modelSpec().toStdString();
     m_clusterPanel->applyTo(request);
     m_plannerPanel->applyTo(request);
+    m_profilePanel->applyTo(request);
     // Ticks name layers of the model in the tree; while another model is still loading they mean nothing.
     const LayersModel* layers = m_modelPanel->layersModel();
     if (layers->overview() && layers->overview()->spec == request.model_spec) {
@@ -480,6 +500,13 @@ void MainWindow::loadModelOverview()
     m_modelJob->start(m_modelPanel->modelSpec().toStdString(), m_plannerPanel->seqLen());
 }
 
+void MainWindow::updateProfileCluster()
+{
+    PlanRequest request;
+    m_clusterPanel->applyTo(request);
+    m_profilePanel->setCluster(QString::fromStdString(request.cluster_spec), request.nodes, request.gpus_per_node);
+}
+
 void MainWindow::openModelFile(const QString& path)
 {
     const QFileInfo info(path);
@@ -506,6 +533,8 @@ void MainWindow::onPlanAvailable(std::shared_ptr<const PlanResult> result)
     m_selectedRow = -1;
     m_whatIf->clearBaseline();
     m_candidates->setResult(m_result);
+    const QString costSource = QString::fromStdString(m_result->model->source().name());
+    m_profilePanel->setPlannedCostSource(costSource);
 
     const std::string nothingFits = nothingFitsMessage(*m_result, m_resultRequest);
     QStringList why;
@@ -513,7 +542,7 @@ void MainWindow::onPlanAvailable(std::shared_ptr<const PlanResult> result)
         why << QString::fromStdString(nothingFits) << QString();
     for (const auto& line : m_result->explanation.lines)
         why << QString::fromStdString(line);
-    why << QString()
+    why << QString() << tr("Costs: %1").arg(costSource) << QString()
         << tr("%1 candidates, %2 feasible, %3 simulated in %4.")
                .arg(m_result->counts.candidates_total)
                .arg(m_result->counts.candidates_feasible)
@@ -737,7 +766,7 @@ void MainWindow::showEvent(QShowEvent* event)
     // and the charts keep a readable width.
     if (width() < kThreeColumnWidth) {
         auto* inputs = findChild<QDockWidget*>(QStringLiteral("inputsDock"));
-        for (const char* name : {"whatIfDock", "compareDock", "explanationDock", "logDock"})
+        for (const char* name : {"whatIfDock", "compareDock", "profileDock", "explanationDock", "logDock"})
             if (auto* dock = findChild<QDockWidget*>(QLatin1String(name)))
                 tabifyDockWidget(inputs, dock);
         inputs->raise();
@@ -766,6 +795,7 @@ void MainWindow::saveSettings() const
     m_clusterPanel->saveSettings(settings);
     m_plannerPanel->saveSettings(settings);
     m_candidates->saveSettings(settings);
+    m_profilePanel->saveSettings(settings);
     m_recent->save(settings);
 }
 
@@ -783,6 +813,7 @@ void MainWindow::restoreSettings()
     m_clusterPanel->restoreSettings(settings);
     m_plannerPanel->restoreSettings(settings);
     m_candidates->restoreSettings(settings);
+    m_profilePanel->restoreSettings(settings);
     m_recent->load(settings);
 }
 

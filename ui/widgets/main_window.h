@@ -32,6 +32,7 @@ class ModelJob;
 class ModelPanel;
 class PlanJob;
 class PlannerPanel;
+class ProfilePanel;
 class RecentFiles;
 class WhatIfPanel;
 
@@ -44,6 +45,7 @@ struct MainWindowOptions
     QString cluster; ///< overrides the device preset or cluster file
     int nodes = 0; ///< > 0 overrides
     int gpus_per_node = 0; ///< > 0 overrides
+    QString profile_dir; ///< overrides the measured-profile directory; the Profile panel is brought to the front
 };
 
 /**
@@ -84,6 +86,7 @@ public:
     AnalysisViews* analysisViews() const { return m_views; }
     WhatIfPanel* whatIfPanel() const { return m_whatIf; }
     CompareWidget* compareWidget() const { return m_compare; }
+    ProfilePanel* profilePanel() const { return m_profilePanel; }
     const std::shared_ptr<const PlanResult>& currentResult() const { return m_result; }
     /** The re-evaluated selection (with its timeline) or the what-if on display. */
     const std::shared_ptr<const Evaluation>& shownEvaluation() const { return m_shown; }
@@ -116,6 +119,8 @@ private:
     void setPlanning(bool planning);
     void reportError(const QString& title, const QString& message);
     void loadModelOverview();
+    /** Tells the profile panel which device the cluster panel describes now. */
+    void updateProfileCluster();
 
     void onPlanAvailable(std::shared_ptr<const PlanResult> result);
     void onCandidateChanged(int row);
@@ -140,6 +145,7 @@ private:
     AnalysisViews* m_views = nullptr;
     WhatIfPanel* m_whatIf = nullptr;
     CompareWidget* m_compare = nullptr;
+    ProfilePanel* m_profilePanel = nullptr;
     QPlainTextEdit* m_log = nullptr;
     QPlainTextEdit* m_explanation = nullptr;
     QSplitter* m_centerSplitter = nullptr;

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+#include "profile_chart.h"
+
+#include <QChart>
+#include <QLegend>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QPen>
+#include <QScatterSeries>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
+namespace shardscape::ui {
+
+namespace {
+
+constexpr unsigned kPalette[]
+    = {chart_colors::kBlue,   chart_colors::kVermillion, chart_colors::kGreen, chart_colors::kOrange,
+       chart_colors::kPurple, chart_colors::kSkyBlue,    chart_colors::kDark};
+
+} // namespace
+
+ProfileChart::ProfileChart(Kind kind, QWidget* parent)
+    : ChartBase(parent)
+    , m_kind(kind)
+    , m_axisX(new QLogValueAxis)
+    , m_axisY(new QValueAxis)
+{
+    m_axisX->setBase(10);
+    m_axisX->setLabelFormat(QStringLiteral("%g"));
+    m_axisX->setMinorTickCount(-1);
+    m_axisY->setLabelFormat(QStringLiteral("%.0f"));
+    chart()->addAxis(m_axisX, Qt::AlignBottom);
+    chart()->addAxis(m_axisY, Qt::AlignLeft);
+    if (kind == Kind::Matmul) {
+        styleAxis(m_axisX, tr("GEMM work (GFLOP = 2mnk / 1e9, log)"), tr("GFLOP (log)"));
+        styleAxis(m_axisY, tr("TFLOP/s"), tr("TFLOP/s"));
+    } else {
+        styleAxis(m_axisX, tr("message size (MB = 1e6 bytes, log)"), tr("MB (log)"));
+        styleAxis(m_axisY, tr("bus bandwidth (GB/s)"), tr("busbw GB/s"));
+    }
+    clear();
+}
+
+ProfileChart::~ProfileChart() = default;
+
+double ProfileChart::xDivisor() const
+{
+    return m_kind == Kind::Matmul ? 1e9 : 1e6;
+}
+
+void ProfileChart::clear()
+{
+    chart()->removeAllSeries();
+    m_measured.clear();
+    m_datasheet.clear();
+    m_curves.clear();
+    m_axisX->setRange(1e-3, 1e4);
+    m_axisY->setRange(0, 1);
+    setChartTitle(m_kind == Kind::Matmul ? tr("Matmul: no measured GEMMs") : tr("Collectives: none measured"),
+                  tr("the cost model uses the datasheet for these"));
+}
+
+void ProfileChart::setCurves(const std::vector<ProfileCurve>& curves, const QString& subtitle)
+{
+    clear();
+    if (curves.empty())
+        return;
+    m_curves = curves;
+    const double divisor = xDivisor();
+    double minX = 0;
+    double maxX = 0;
+    double maxY = 0;
+    const auto extend = [&](double x, double y) {
+        minX = minX == 0 ? x : std::min(minX, x);
+        maxX = std::max(maxX, x);
+        maxY = std::max(maxY, y);
+    };
+    for (std::size_t i = 0; i < curves.size(); ++i) {
+        const ProfileCurve& curve = curves[i];
+        const QColor colour = QColor::fromRgba(kPalette[i % std::size(kPalette)]);
+        const QString name = QString::fromStdString(curve.name);
+
+        auto* measured = new QScatterSeries;
+        measured->setName(tr("%1 measured").arg(name));
+        measured->setColor(colour);
+        measured->setBorderColor(colour);
+        measured->setMarkerSize(7);
+        for (const CurvePoint& p : curve.measured) {
+            measured->append(p.work / divisor, p.rate);
+            extend(p.work / divisor, p.rate);
+        }
+        auto* datasheet = new QLineSeries;
+        datasheet->setName(tr("%1 datasheet").arg(name));
+        QPen pen(colour);
+        pen.setWidthF(1.5);
+        pen.setStyle(Qt::DashLine);
+        datasheet->setPen(pen);
+        for (const CurvePoint& p : curve.datasheet) {
+            datasheet->append(p.work / divisor, p.rate);
+            extend(p.work / divisor, p.rate);
+        }
+        for (QXYSeries* series : {static_cast<QXYSeries*>(datasheet), static_cast<QXYSeries*>(measured)}) {
+            chart()->addSeries(series);
+            series->attachAxis(m_axisX);
+            series->attachAxis(m_axisY);
+        }
+        const auto tip = [this, i, divisor, name](const QPointF& point, bool state, bool isMeasured) {
+            if (!state) {
+                showToolTip({});
+                return;
+            }
+            const auto& points = isMeasured ? m_curves[i].measured : m_curves[i].datasheet;
+            const auto nearest = std::min_element(points.begin(), points.end(), [&](const auto& a, const auto& b) {
+                return std::abs(std::log(a.work / divisor / point.x()))
+                    < std::abs(std::log(b.work / divisor / point.x()));
+            });
+            if (nearest == points.end())
+                return;
+            const QString unit = m_kind == Kind::Matmul ? tr("TFLOP/s") : tr("GB/s");
+            showToolTip(
+                tr("%1 %2\n%3: %4 %5")
+                    .arg(name, isMeasured ? tr("measured") : tr("datasheet"), QString::fromStdString(nearest->label))
+                    .arg(nearest->rate, 0, 'f', 1)
+                    .arg(unit));
+        };
+        connect(measured, &QScatterSeries::hovered, this,
+                [tip](const QPointF& point, bool state) { tip(point, state, true); });
+        connect(datasheet, &QLineSeries::hovered, this,
+                [tip](const QPointF& point, bool state) { tip(point, state, false); });
+        m_measured.push_back(measured);
+        m_datasheet.push_back(datasheet);
+    }
+    // Whole decades around the points, so that the log axis labels are round numbers.
+    m_axisX->setRange(std::pow(10.0, std::floor(std::log10(minX))), std::pow(10.0, std::ceil(std::log10(maxX))));
+    m_axisY->setRange(0, maxY > 0 ? maxY * 1.1 : 1);
+    m_axisY->applyNiceNumbers();
+    setChartTitle(m_kind == Kind::Matmul ? tr("Matmul throughput: measured vs datasheet")
+                                         : tr("Collective bus bandwidth: measured vs datasheet"),
+                  subtitle);
+}
+
+} // namespace shardscape::ui
