@@ -44,6 +44,14 @@ TensorId ModelGraph::addTensor(Tensor tensor)
         if (d <= 0)
             throw InputError(cat("tensor '", tensor.name, "' has a non-positive dimension (", d, ")"),
                              "every dimension must be at least 1");
+    // Counted in double: the int64 product of a few large dimensions can overflow. The builders refuse the same size.
+    double elements = 1;
+    for (const auto d : tensor.shape)
+        elements *= static_cast<double>(d);
+    if (elements > kMaxGraphTensorElements)
+        throw InputError(cat("tensor '", tensor.name, "' has ", elements, " elements, over the limit of ",
+                             kMaxGraphTensorElements),
+                         "no real model has a tensor that large: check its shape");
     const auto id = static_cast<TensorId>(m_tensors.size());
     if (!m_tensorByName.emplace(tensor.name, id).second)
         throw InputError(cat("duplicate tensor name '", tensor.name, "'"), "tensor names must be unique");

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -45,6 +46,7 @@ using importing::fail;
 constexpr std::int64_t kMaxDegree = std::int64_t {1} << 20;
 constexpr std::int64_t kMaxBatch = std::int64_t {1} << 40;
 constexpr std::int64_t kMaxSeqLen = 100'000'000;
+constexpr int kMaxFqnLayer = 1'000'000; // layers.N past this is a typo (and next = N + 1 must not overflow)
 
 // ---- torchtitan job TOML -------------------------------------------------------------------------------------
 
@@ -261,7 +263,12 @@ std::vector<int> blocksFromFqns(const std::vector<std::pair<std::vector<std::str
                     || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
                     fail(origin, line,
                          cat("parallelism.module_fqns_per_model_part: '", name, "' is not layers.<number>"));
-                const int index = std::stoi(digits);
+                int index = 0;
+                const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+                if (ec != std::errc() || end != digits.data() + digits.size() || index >= kMaxFqnLayer)
+                    fail(origin, line,
+                         cat("parallelism.module_fqns_per_model_part: '", name, "' is past layers.", kMaxFqnLayer - 1),
+                         "no model has that many layers: check the name");
                 if (index != next)
                     out.warnings.push_back(cat("module_fqns_per_model_part: ", name, " in stage ", s,
                                                " is out of order (expected layers.", next,
@@ -490,7 +497,8 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
         } else if (!option.empty()
                    && std::all_of(option.begin(), option.end(), [](unsigned char ch) { return std::isdigit(ch); })) {
             c.recompute = RecomputeKind::Full;
-            if (std::stoll(option) != 1)
+            if (option.find_first_not_of('0') == std::string::npos
+                || option.substr(option.find_first_not_of('0')) != "1")
                 out.warnings.push_back(cat("selective_ac_option = \"", option, "\" checkpoints every ", option,
                                            "th block: simulated as full recomputation of every block"));
         } else {

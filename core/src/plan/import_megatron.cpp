@@ -25,6 +25,7 @@ namespace {
 constexpr std::int64_t kMaxDegree = std::int64_t {1} << 20;
 constexpr std::int64_t kMaxBatch = std::int64_t {1} << 40;
 constexpr std::int64_t kMaxLayers = 1'000'000;
+constexpr int kMaxLayoutDepth = 16;
 constexpr std::int64_t kMaxSize = std::int64_t {1} << 40;
 
 // ---- a small bash reader -------------------------------------------------------------------------------------
@@ -500,14 +501,19 @@ std::vector<std::string> parseLayout(const std::string& layout, const MegatronAr
 {
     const std::string flag = "--pipeline-model-parallel-layout";
     std::size_t i = 0;
+    int depth = 0;
     std::function<std::string()> sequence = [&]() -> std::string {
         std::string out;
         while (i < layout.size() && layout[i] != ')') {
             std::string unit;
             const char ch = layout[i];
             if (ch == '(') {
+                // Bounded so that a file of '(' cannot exhaust the stack; real layouts nest once or twice.
+                if (++depth > kMaxLayoutDepth)
+                    args.failFlag(flag, cat("the layout nests parentheses more than ", kMaxLayoutDepth, " deep"));
                 ++i;
                 unit = sequence();
+                --depth;
                 if (i >= layout.size() || layout[i] != ')')
                     args.failFlag(flag, "unbalanced '(' in the layout");
                 ++i;
@@ -529,7 +535,11 @@ std::vector<std::string> parseLayout(const std::string& layout, const MegatronAr
                     ++end;
                 if (end == i || end - i > 6)
                     args.failFlag(flag, "'*' must be followed by a repeat count");
-                const int count = std::stoi(layout.substr(i, end - i));
+                const int count = std::stoi(layout.substr(i, end - i)); // at most 6 digits: fits
+                // Checked before expanding: (t*999999)*999999 would otherwise build a 1e12-character string.
+                if (static_cast<double>(count) * static_cast<double>(unit.size()) + static_cast<double>(out.size())
+                    > static_cast<double>(kMaxLayers))
+                    args.failFlag(flag, cat("the layout is too long (over ", kMaxLayers, " entries once expanded)"));
                 std::string repeated;
                 for (int k = 0; k < count; ++k)
                     repeated += unit;

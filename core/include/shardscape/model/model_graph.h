@@ -15,6 +15,10 @@ namespace shardscape {
 using TensorId = std::int32_t;
 using OpId = std::int32_t;
 
+/** Most elements one tensor may have (ModelGraph::addTensor refuses more): far above any real model (a 1M x 1M
+    weight is 1e12) and low enough that element counts stay exact in int64 and double. */
+inline constexpr double kMaxGraphTensorElements = 1e15;
+
 /** A tensor: an activation flowing between ops, or a parameter. */
 struct Tensor
 {

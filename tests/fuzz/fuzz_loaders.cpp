@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+#include "fuzz_loaders.h"
+
+#include "shardscape/hardware/cluster.h"
+#include "shardscape/model/model_source.h"
+#include "shardscape/model/model_summary.h"
+#include "shardscape/model/native_json.h"
+#include "shardscape/plan/config_import.h"
+#include "shardscape/plan/plan_file.h"
+#include "shardscape/search/planner_config.h"
+#include "shardscape/support/error.h"
+#include "shardscape/support/json_file.h"
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#ifdef SHARDSCAPE_HAVE_ONNX
+#include "shardscape/model/onnx_import.h"
+#endif
+
+namespace shardscape::fuzz {
+
+namespace {
+
+// A small micro-batch and sequence keep each graph build fast; the sizes in the file are what is being fuzzed.
+const BuildOptions kOptions {1, 128, DType::BF16};
+
+/** Native graph JSON: load, check that an accepted graph round-trips losslessly, summarize it as `inspect` does. */
+void nativeGraph(std::string_view bytes)
+{
+    const ModelGraph graph = loadNativeGraph(parseJson(bytes, "fuzz.json"), "fuzz.json");
+    const nlohmann::json written = toNativeJson(graph);
+    if (toNativeJson(loadNativeGraph(written, "round-trip")) != written)
+        throw std::logic_error("native graph does not round-trip");
+    summarizeModel(graph);
+}
+
+/** HF config.json through the model-source entry point (hf_config.cpp, the transformer builder), then the summary. */
+void hfConfig(std::string_view bytes)
+{
+    summarizeModel(loadModelJson(parseJson(bytes, "config.json"), "config.json", kOptions, "fuzz"));
+}
+
+#ifdef SHARDSCAPE_HAVE_ONNX
+/** An .onnx file's bytes: protobuf, external-data checks, shape inference, pattern matching, op emission. */
+void onnx(std::string_view bytes)
+{
+    summarizeModel(loadOnnxModelFromBytes(bytes, "fuzz.onnx", kOptions).graph);
+}
+#endif
+
+/** Planner config JSON: an accepted config must validate and read back from the JSON we write for it. */
+void plannerConfig(std::string_view bytes)
+{
+    const PlannerConfig config = plannerConfigFromJson(parseJson(bytes, "planner.json"), "planner.json");
+    config.validate();
+    try {
+        plannerConfigFromJson(toJson(config), "round-trip").validate();
+    } catch (const InputError& error) {
+        throw std::logic_error(std::string("planner config does not round-trip: ") + error.what());
+    }
+}
+
+void planFile(std::string_view bytes)
+{
+    planFromJson(parseJson(bytes, "plan.json"), "plan.json");
+}
+
+/** Job configs: the origin's extension picks the format. Both options are given so that the paths needing them
+    (data_parallel_shard_degree = -1, the automatic stage split, a script without a torchrun line) are reached. */
+void jobConfig(std::string_view bytes, std::string_view origin)
+{
+    ImportOptions options;
+    options.world_size = 64;
+    options.num_layers = 32;
+    importJobConfigText(bytes, origin, options);
+}
+
+/** Cluster or device JSON as --cluster FILE reads it; "device": "x.json" is looked up in a folder that does not
+    exist (a clean "no such file"). Then the fingerprint plan files record and the JSON we write. */
+void cluster(std::string_view bytes)
+{
+    const Cluster c = clusterFromJson(parseJson(bytes, "cluster.json"), "cluster.json", "/nonexistent-fuzz-dir");
+    (void)c.fingerprint();
+    (void)toJson(c).dump();
+}
+
+} // namespace
+
+const std::vector<Loader>& loaders()
+{
+    static const std::vector<Loader> all {
+        {"native_graph", nativeGraph},
+        {"hf_config", hfConfig},
+#ifdef SHARDSCAPE_HAVE_ONNX
+        {"onnx", onnx},
+#endif
+        {"planner_config", plannerConfig},
+        {"plan_file", planFile},
+        {"job_torchtitan", [](std::string_view bytes) { jobConfig(bytes, "job.toml"); }},
+        {"job_megatron", [](std::string_view bytes) { jobConfig(bytes, "pretrain.sh"); }},
+        {"job_deepspeed", [](std::string_view bytes) { jobConfig(bytes, "ds_config.json"); }},
+        {"cluster", cluster},
+    };
+    return all;
+}
+
+const Loader* findLoader(std::string_view target)
+{
+    for (const auto& loader : loaders())
+        if (loader.target == target)
+            return &loader;
+    return nullptr;
+}
+
+} // namespace shardscape::fuzz
