@@ -122,25 +122,28 @@ private slots:
         QVERIFY(panel.useProfileBox()->isChecked());
 
         const auto datasheet = makeDatasheetCostSource(loadCluster("h100-sxm", 1, 8), {});
-        // Matmul: one series per dtype (bf16, f16), x = GFLOP, y = TFLOP/s of each row; the datasheet over the
-        // same shapes.
+        // Matmul: one series per dtype in DType order (f16, bf16), x = GFLOP, y = TFLOP/s of each row; the datasheet
+        // over the same shapes.
         ProfileChart* matmul = panel.matmulChart();
         QCOMPARE(matmul->measuredSeries().size(), 2);
         QCOMPARE(matmul->datasheetSeries().size(), 2);
-        const QList<QPointF> bf16 = matmul->measuredSeries()[0]->points();
-        const QList<QPointF> bf16Sheet = matmul->datasheetSeries()[0]->points();
+        QCOMPARE(matmul->measuredSeries()[0]->name(), QStringLiteral("f16 measured"));
+        QCOMPARE(matmul->measuredSeries()[1]->name(), QStringLiteral("bf16 measured"));
+        QCOMPARE(matmul->datasheetSeries()[1]->name(), QStringLiteral("bf16 datasheet"));
+        QCOMPARE(matmul->measuredSeries()[0]->count(), 1);
+        const QList<QPointF> bf16 = matmul->measuredSeries()[1]->points();
+        const QList<QPointF> bf16Sheet = matmul->datasheetSeries()[1]->points();
         QCOMPARE(bf16.size(), 3);
         QCOMPARE(bf16Sheet.size(), 3);
         for (int i = 0; i < 3; ++i) {
             const MatmulRow& row = profile.matmul[static_cast<std::size_t>(i)];
             QVERIFY(near(bf16[i].x(), row.flops() / 1e9));
             QVERIFY(near(bf16[i].y(), row.flops() / row.time_s / 1e12));
+            QVERIFY(near(bf16Sheet[i].x(), row.flops() / 1e9));
             const double sheet = datasheet->matmulTime(static_cast<double>(row.m), static_cast<double>(row.n),
                                                        static_cast<double>(row.k), row.dtype);
             QVERIFY(near(bf16Sheet[i].y(), row.flops() / sheet / 1e12));
         }
-        QVERIFY(matmul->measuredSeries()[0]->name().startsWith(QStringLiteral("bf16")));
-        QVERIFY(matmul->measuredSeries()[1]->name().startsWith(QStringLiteral("f16")));
 
         // Collectives: bus bandwidth = bytes / time / 1e9 * 2(n-1)/n by MB; the datasheet's collectiveTime likewise.
         ProfileChart* collectives = panel.collectiveChart();
