@@ -72,7 +72,11 @@ int main(int argc, char* argv[])
     const QCommandLineOption nodes(QStringLiteral("nodes"), QStringLiteral("Number of nodes."), QStringLiteral("N"));
     const QCommandLineOption gpus(QStringLiteral("gpus-per-node"), QStringLiteral("GPUs per node."),
                                   QStringLiteral("G"));
-    parser.addOptions({screenshot, size, model, cluster, nodes, gpus});
+    const QCommandLineOption profileDir(QStringLiteral("profile-dir"),
+                                        QStringLiteral("Measured-profile directory (holding profile.json) for the "
+                                                       "planner; the Profile panel is brought to the front."),
+                                        QStringLiteral("DIR"));
+    parser.addOptions({screenshot, size, model, cluster, nodes, gpus, profileDir});
     parser.process(app);
 
     shardscape::ui::MainWindowOptions options;
@@ -81,6 +85,7 @@ int main(int argc, char* argv[])
     options.use_settings = screenshotPath.isEmpty();
     options.model = parser.value(model);
     options.cluster = parser.value(cluster);
+    options.profile_dir = parser.value(profileDir);
     bool ok = true;
     if (parser.isSet(nodes) && ((options.nodes = parser.value(nodes).toInt(&ok)) < 1 || !ok)) {
         std::fprintf(stderr, "shardscape: --nodes wants a positive whole number, not '%s'\n",
