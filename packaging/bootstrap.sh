@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The script behind the README's two commands, for a fresh Debian 12 machine (as root, or with sudo):
 #   bash packaging/bootstrap.sh run    install packages, build, run the main job on the embedded default
-#   bash packaging/bootstrap.sh test   install packages, build everything, run every test
+#   bash packaging/bootstrap.sh test   install packages, build everything, run every test, test the .deb packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +10,8 @@ packages=(cmake ninja-build g++ pkg-config
           qt6-base-dev qt6-charts-dev qt6-svg-dev
           libcli11-dev nlohmann-json3-dev libboost-graph-dev libtbb-dev coinor-libcbc-dev libtomlplusplus-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
-          xvfb xauth)
+          xvfb xauth
+          dpkg-dev file desktop-file-utils appstream)
 
 install_packages() {
     local missing=()
@@ -45,6 +46,8 @@ test)
     cmake --preset ci
     cmake --build --preset ci -- -j"$jobs"
     ctest --preset ci -j"$jobs"
+    # The .deb packages from the same tree, installed, run and removed (skipped without root or sudo).
+    bash packaging/package_test.sh build/ci
     ;;
 *)
     echo "usage: bash packaging/bootstrap.sh run|test" >&2

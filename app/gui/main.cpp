@@ -5,6 +5,7 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QIcon>
 #include <QPixmap>
 #include <QRegularExpression>
 #include <QTimer>
@@ -18,8 +19,8 @@ constexpr int kExitOk = 0;
 constexpr int kExitInternal = 1;
 constexpr int kExitBadInput = 2;
 
-/** Seconds --screenshot waits for the default plan and its selected row before giving up. */
-constexpr int kScreenshotTimeoutMs = 120'000;
+/** How long --screenshot and --export-plan wait for the plan and its selected row before giving up. */
+constexpr int kBatchTimeoutMs = 120'000;
 
 bool haveDisplay()
 {
@@ -40,8 +41,8 @@ int main(int argc, char* argv[])
         std::fprintf(stderr,
                      "shardscape: no display (DISPLAY, WAYLAND_DISPLAY and QT_QPA_PLATFORM are unset).\n"
                      "Run it in a desktop session, under xvfb-run, or with QT_QPA_PLATFORM=offscreen "
-                     "together with --screenshot; or use the headless CLI: shardscape-cli plan --model llama2-7b "
-                     "--cluster h100-sxm\n");
+                     "together with --screenshot or --export-plan; or use the headless CLI:\n"
+                     "  shardscape-cli plan --model llama2-7b --cluster h100-sxm\n");
         return kExitBadInput;
     }
 
@@ -50,6 +51,9 @@ int main(int argc, char* argv[])
     QApplication::setApplicationName(QStringLiteral("shardscape"));
     QApplication::setApplicationDisplayName(QStringLiteral("Shardscape"));
     QApplication::setApplicationVersion(QStringLiteral(SHARDSCAPE_VERSION));
+    // Matches the installed .desktop file, so Wayland compositors show its name and icon for the window.
+    QGuiApplication::setDesktopFileName(QStringLiteral("io.github.shardscape.Shardscape"));
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/shardscape.png")));
 
     QCommandLineParser parser;
     parser.setApplicationDescription(
@@ -59,6 +63,10 @@ int main(int argc, char* argv[])
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                         QStringLiteral("Render the main window to FILE (PNG) once the plan and its "
                                                        "selected candidate are shown, then exit."),
+                                        QStringLiteral("FILE"));
+    const QCommandLineOption exportPlan(QStringLiteral("export-plan"),
+                                        QStringLiteral("Write the selected candidate's plan file (shardscape.plan/1, "
+                                                       "as File > Export Plan) to FILE once it is shown, then exit."),
                                         QStringLiteral("FILE"));
     const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1920x1080."),
                                   QStringLiteral("WxH"));
@@ -76,13 +84,15 @@ int main(int argc, char* argv[])
                                         QStringLiteral("Measured-profile directory (holding profile.json) for the "
                                                        "planner; the Profile panel is brought to the front."),
                                         QStringLiteral("DIR"));
-    parser.addOptions({screenshot, size, model, cluster, nodes, gpus, profileDir});
+    parser.addOptions({screenshot, exportPlan, size, model, cluster, nodes, gpus, profileDir});
     parser.process(app);
 
     shardscape::ui::MainWindowOptions options;
     const QString screenshotPath = parser.value(screenshot);
-    // A screenshot shows the embedded default whatever the last session left, so that it is reproducible.
-    options.use_settings = screenshotPath.isEmpty();
+    const QString exportPath = parser.value(exportPlan);
+    const bool batch = !screenshotPath.isEmpty() || !exportPath.isEmpty();
+    // A batch run plans the embedded default (or the given inputs) whatever the last session left: reproducible.
+    options.use_settings = !batch;
     options.model = parser.value(model);
     options.cluster = parser.value(cluster);
     options.profile_dir = parser.value(profileDir);
@@ -115,12 +125,21 @@ int main(int argc, char* argv[])
     if (windowSize.isValid())
         window.resize(windowSize);
     window.show();
-    if (screenshotPath.isEmpty())
+    if (!batch)
         return app.exec();
 
-    // --screenshot: wait for the plan and its selected row, let the views paint, grab, quit.
+    // --export-plan and --screenshot: wait for the plan and its selected row, export, let the views paint, grab,
+    // quit.
     int status = kExitOk;
     QObject::connect(&window, &shardscape::ui::MainWindow::selectionShown, &app, [&] {
+        if (!exportPath.isEmpty() && !window.exportPlan(exportPath)) {
+            std::fprintf(stderr, "shardscape: %s\n", qPrintable(window.lastError()));
+            status = kExitBadInput;
+        }
+        if (screenshotPath.isEmpty()) {
+            app.quit();
+            return;
+        }
         QTimer::singleShot(300, &app, [&] {
             if (!window.grab().save(screenshotPath, "PNG")) {
                 std::fprintf(stderr, "shardscape: cannot write %s (choose a folder you can write to)\n",
@@ -135,8 +154,8 @@ int main(int argc, char* argv[])
         status = kExitBadInput;
         app.quit();
     });
-    QTimer::singleShot(kScreenshotTimeoutMs, &app, [&] {
-        std::fprintf(stderr, "shardscape: the plan was not shown within %d s\n", kScreenshotTimeoutMs / 1000);
+    QTimer::singleShot(kBatchTimeoutMs, &app, [&] {
+        std::fprintf(stderr, "shardscape: the plan was not shown within %d s\n", kBatchTimeoutMs / 1000);
         status = kExitInternal;
         app.quit();
     });

@@ -7,8 +7,11 @@
 
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace shardscape;
 
@@ -124,6 +127,54 @@ private Q_SLOTS:
         QCOMPARE(files, 1);
         QVERIFY(errorOf([&] { writeFileAtomic("/nonexistent-dir/x.json", "x"); }).find("does not exist")
                 != std::string::npos);
+    }
+
+    void atomicWriteRemovesOnlyDeadWritersTemps()
+    {
+        QTemporaryDir dir;
+        const std::filesystem::path root = dir.path().toStdString();
+        // The host part as writeFileAtomic spells it (first 32 characters, '-' and '/' as '_').
+        char buffer[256] = {};
+        QCOMPARE(::gethostname(buffer, sizeof buffer - 1), 0);
+        std::string host = std::string(buffer).substr(0, 32);
+        std::replace(host.begin(), host.end(), '-', '_');
+        std::replace(host.begin(), host.end(), '/', '_');
+        // A process that has exited and been reaped: its pid names no process.
+        const pid_t dead = ::fork();
+        if (dead == 0)
+            ::_exit(0);
+        QVERIFY(dead > 0);
+        QCOMPARE(::waitpid(dead, nullptr, 0), dead);
+        const auto touch = [&](const std::string& name) { std::ofstream(root / name) << "partial"; };
+        const std::string staleTemp = cat(".plan.json.tmp-", dead, "-123-", host);
+        const std::string liveTemp = cat(".plan.json.tmp-", ::getpid(), "-456-", host);
+        const std::string otherHost = cat(".plan.json.tmp-", dead, "-789-", host, "x");
+        const std::string otherFile = cat(".other.json.tmp-", dead, "-123-", host);
+        for (const auto& name : {staleTemp, liveTemp, otherHost, otherFile})
+            touch(name);
+
+        writeFileAtomic(root / "plan.json", "complete");
+        QCOMPARE(readTextFile(root / "plan.json"), std::string("complete"));
+        QVERIFY(!std::filesystem::exists(root / staleTemp));
+        QVERIFY(std::filesystem::exists(root / liveTemp)); // a writer still running keeps its temporary
+        QVERIFY(std::filesystem::exists(root / otherHost)); // another machine's writer may still be running
+        QVERIFY(std::filesystem::exists(root / otherFile)); // only temporaries of the file being written
+    }
+
+    void atomicWriteFollowsLinksAndWritesDevicesInPlace()
+    {
+        QTemporaryDir dir;
+        const std::filesystem::path root = dir.path().toStdString();
+        writeFileAtomic(root / "real.json", "old");
+        std::filesystem::create_symlink("real.json", root / "link.json");
+        writeFileAtomic(root / "link.json", "new");
+        QVERIFY(std::filesystem::is_symlink(root / "link.json"));
+        QCOMPARE(readTextFile(root / "real.json"), std::string("new"));
+
+        // Renaming over /dev/null would replace the device (as root) or fail: it must be written in place.
+        writeFileAtomic("/dev/null", "discarded");
+        QVERIFY(std::filesystem::is_character_file("/dev/null"));
+        QVERIFY(errorOf([&] { writeFileAtomic(root, "x"); }).find("is a directory") != std::string::npos);
     }
 };
 
