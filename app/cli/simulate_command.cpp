@@ -55,6 +55,7 @@ struct SimulateOptions
     bool tp_comm_overlap = false;
     bool overlap_param_gather = false;
     bool fp8_linears = false;
+    bool eager_kernels = false;
     std::string schedule = "1f1b";
     std::int64_t seq_len = 0;
     int nodes = 0;
@@ -369,6 +370,7 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     o.tp_comm_overlap = c.tp_comm_overlap;
     o.overlap_param_gather = c.overlap_param_gather;
     o.fp8_linears = c.fp8_linears;
+    o.eager_kernels = c.eager_kernels;
     o.recompute = c.recompute == RecomputeKind::Modules ? "none" : std::string(recomputeName(c.recompute));
     o.recompute_modules = c.recompute == RecomputeKind::Modules ? c.recompute_modules : std::vector<std::string> {};
     o.schedule = std::string(scheduleName(c.schedule));
@@ -443,6 +445,7 @@ int runSimulate(const SimulateOptions& given)
     config.tp_comm_overlap = o.tp_comm_overlap;
     config.overlap_param_gather = o.overlap_param_gather;
     config.fp8_linears = o.fp8_linears;
+    config.eager_kernels = o.eager_kernels;
     config.recompute = recompute;
     config.recompute_modules = o.recompute_modules;
     // --vpp alone means the interleaved schedule, the only one that runs several chunks per rank.
@@ -568,6 +571,9 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     configuration.push_back(cmd->add_flag("--fp8", o->fp8_linears,
                                           "run the linear layers' GEMMs in FP8 with dynamic scaling (torchtitan "
                                           "float8, Transformer Engine)"));
+    configuration.push_back(cmd->add_flag("--eager", o->eager_kernels,
+                                          "eager PyTorch without torch.compile: unfused RMSNorm, rotary and SwiGLU "
+                                          "kernels"));
     auto* schedule = cmd->add_option("--schedule", o->schedule, "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1")
                          ->capture_default_str();
     configuration.push_back(schedule);

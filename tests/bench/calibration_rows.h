@@ -533,8 +533,9 @@ inline Case makeCase(const nlohmann::json& row)
         return c;
     }
     const std::string framework = text(row, "framework");
+    // torchtitan rows without torch.compile ran eager PyTorch.
     if (c.series.starts_with("torchtitan") && !contains(framework, "compile"))
-        c.caveats.push_back("eager mode (no torch.compile): unfused elementwise kernels (predicts too high)");
+        p.eager_kernels = true;
     // Framework features the rows state, as the ParallelConfig switches that model them.
     p.fp8_linears = contains(precision, "float8") || contains(precision, "fp8");
     if (contains(toLower(framework), "asynctp") || contains(toLower(framework), "async tp"))

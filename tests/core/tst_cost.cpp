@@ -94,6 +94,19 @@ private:
     double m_scale;
 };
 
+/** Only streaming kernels cost time, exactly 1 ps per byte: isolates HBM traffic. */
+class TrafficOnlySource final : public CostSource
+{
+public:
+    std::string name() const override { return "traffic"; }
+    double matmulTime(double, double, double, DType) const override { return 0; }
+    double attentionTime(double, DType) const override { return 0; }
+    double memoryTime(double bytes) const override { return bytes * 1e-12; }
+    double collectiveTime(Collective, double, const GroupShape&) const override { return 0; }
+    double p2pTime(double, bool) const override { return 0; }
+    double minKernelTime() const override { return 0; }
+};
+
 } // namespace
 
 class TestCost : public QObject
@@ -320,6 +333,45 @@ private Q_SLOTS:
         const Evaluation c = model.evaluate(zero3, workload);
         QVERIFY(!c.feasible);
         QVERIFY2(c.reason.find("ZeRO-1 or ZeRO-2") != std::string::npos, c.reason.c_str());
+    }
+
+    void eagerKernelsMultiplyElementwiseTraffic()
+    {
+        BuildOptions options;
+        options.seq_len = 1024;
+        const auto source = std::make_shared<TrafficOnlySource>();
+        ParallelConfig fused;
+        ParallelConfig eager;
+        eager.eager_kernels = true;
+        // Llama: RMSNorm 36 bytes per element instead of 4 (9x), rotary 20 instead of 4 (5x), SwiGLU 10 instead of 6.
+        {
+            const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+            CostModel model(graph, h100Node(), {}, source);
+            const Layer& block = firstBlock(model);
+            const auto index = static_cast<std::size_t>(&block - model.layers().data());
+            double extra = 0;
+            for (const auto id : block.ops) {
+                const Op& op = graph->op(id);
+                const double moved = op.bytes_read + op.bytes_written;
+                if (op.kind == OpKind::Norm)
+                    extra += 8 * moved;
+                else if (op.module.ends_with(".rotary"))
+                    extra += 4 * moved;
+                else if (op.module.ends_with(".act"))
+                    extra += moved * 4.0 / 6.0;
+            }
+            QVERIFY(extra > 0);
+            const double forward = model.layerCost(index, eager).forward - model.layerCost(index, fused).forward;
+            QVERIFY2(relativeError(forward, extra * 1e-12) < 1e-9,
+                     qPrintable(QString("%1 vs %2").arg(forward).arg(extra * 1e-12)));
+        }
+        // GPT-2: LayerNorm and GELU are single ATen kernels in eager mode too.
+        {
+            const auto graph = std::make_shared<const ModelGraph>(loadModel("gpt2", options));
+            CostModel model(graph, h100Node(), {}, source);
+            const auto index = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+            QCOMPARE(model.layerCost(index, eager).forward, model.layerCost(index, fused).forward);
+        }
     }
 
     void fp8LinearsHalveLinearGemmsPlusCasts()

@@ -50,7 +50,7 @@ bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
         && a.verbose == b.verbose && a.ignore_small_tensor_threshold == b.ignore_small_tensor_threshold
         && a.method == b.method && a.max_cp == b.max_cp && a.layer_num == b.layer_num
         && a.tp_comm_overlap == b.tp_comm_overlap && a.overlap_param_gather == b.overlap_param_gather
-        && a.fp8_linears == b.fp8_linears;
+        && a.fp8_linears == b.fp8_linears && a.eager_kernels == b.eager_kernels;
 }
 
 /** Every field away from its default (and values that are not round in binary). */
@@ -137,8 +137,8 @@ private Q_SLOTS:
             allKeys.push_back(item.key());
         std::sort(fileKeys.begin(), fileKeys.end());
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
-        // 32 AutoDist keys + method, max_cp, layer_num and the three framework features
-        QCOMPARE(allKeys.size(), std::size_t {38});
+        // 32 AutoDist keys + method, max_cp, layer_num and the four framework features
+        QCOMPARE(allKeys.size(), std::size_t {39});
     }
 
     void roundTrip()

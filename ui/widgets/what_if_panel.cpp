@@ -98,6 +98,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     , m_tpOverlap(new QCheckBox(tr("TP comm. overlap"), this))
     , m_paramGatherOverlap(new QCheckBox(tr("Param-gather overlap"), this))
     , m_fp8(new QCheckBox(tr("FP8 linears"), this))
+    , m_eager(new QCheckBox(tr("Eager (no compile)"), this))
     , m_stageLayers(new QLineEdit(this))
     , m_status(new QLabel(this))
     , m_reset(new QPushButton(tr("Back to the Plan"), this))
@@ -117,6 +118,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
                                         "(Megatron-LM --overlap-param-gather)"));
     m_fp8->setToolTip(tr("Run the linear layers' GEMMs in FP8 with dynamic scaling (torchtitan float8, Transformer "
                          "Engine); attention stays in the model's precision"));
+    m_eager->setToolTip(tr("Eager PyTorch without torch.compile: RMSNorm, rotary embedding and SwiGLU run as "
+                           "unfused kernels"));
     m_stageLayers->setPlaceholderText(tr("automatic"));
     m_stageLayers->setToolTip(tr("Layers per pipeline stage (per model chunk with vpp > 1), comma-separated; "
                                  "empty = the cost model's balanced split"));
@@ -141,10 +144,11 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     grid->addWidget(m_fp8, 4, 2, 1, 2);
     grid->addWidget(m_tpOverlap, 5, 0, 1, 2);
     grid->addWidget(m_paramGatherOverlap, 5, 2, 1, 2);
+    grid->addWidget(m_eager, 6, 0, 1, 2);
     auto* stagesLabel = new QLabel(tr("Layers per stage:"), editors);
     stagesLabel->setBuddy(m_stageLayers);
-    grid->addWidget(stagesLabel, 6, 0, 1, 2);
-    grid->addWidget(m_stageLayers, 6, 2, 1, 2);
+    grid->addWidget(stagesLabel, 7, 0, 1, 2);
+    grid->addWidget(m_stageLayers, 7, 2, 1, 2);
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
 
@@ -199,7 +203,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         });
     for (QComboBox* box : {m_zero, m_recompute, m_schedule})
         connect(box, &QComboBox::currentIndexChanged, this, &WhatIfPanel::scheduleEdit);
-    for (QCheckBox* box : {m_tpOverlap, m_paramGatherOverlap, m_fp8})
+    for (QCheckBox* box : {m_tpOverlap, m_paramGatherOverlap, m_fp8, m_eager})
         connect(box, &QCheckBox::toggled, this, &WhatIfPanel::scheduleEdit);
     connect(m_stageLayers, &QLineEdit::textEdited, this, &WhatIfPanel::scheduleEdit);
     connect(m_reset, &QPushButton::clicked, this, [this] {
@@ -261,6 +265,7 @@ void WhatIfPanel::loadEditors(const ParallelConfig& c)
     m_tpOverlap->setChecked(c.tp_comm_overlap);
     m_paramGatherOverlap->setChecked(c.overlap_param_gather);
     m_fp8->setChecked(c.fp8_linears);
+    m_eager->setChecked(c.eager_kernels);
     m_stageLayers->setText(m_baseline && c.pp > 1 ? layersText(resolvedStageLayers(*m_baseline)) : QString());
     m_loading = false;
 }
@@ -283,6 +288,7 @@ ParallelConfig WhatIfPanel::editedConfig() const
     c.tp_comm_overlap = m_tpOverlap->isChecked() && c.sequence_parallel;
     c.overlap_param_gather = m_paramGatherOverlap->isChecked();
     c.fp8_linears = m_fp8->isChecked();
+    c.eager_kernels = m_eager->isChecked();
     c.stage_layers.clear();
     static const QRegularExpression separators(QStringLiteral("[,;\\s]+"));
     for (const QString& part : m_stageLayers->text().split(separators, Qt::SkipEmptyParts)) {

@@ -75,6 +75,7 @@ private:
     QCheckBox* m_tpOverlap;
     QCheckBox* m_paramGatherOverlap;
     QCheckBox* m_fp8;
+    QCheckBox* m_eager;
     QLineEdit* m_stageLayers;
     QLabel* m_status;
     QLabel* m_table[7][4] {};

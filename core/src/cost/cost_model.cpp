@@ -242,6 +242,7 @@ LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpG
     layout.sequence_parallel = c.sequence_parallel;
     layout.tp_comm_overlap = c.tp_comm_overlap;
     layout.fp8_linears = c.fp8_linears;
+    layout.eager_kernels = c.eager_kernels;
     layout.micro_batch = c.micro_batch;
     layout.recompute = c.recompute;
     layout.recompute_modules = c.recompute_modules;
@@ -288,10 +289,10 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
             && pattern != recomputePattern(*m_graph, m_layers[representative], c.recompute_modules))
             subject = layer;
     }
-    std::string key = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.sequence_parallel,
-                          c.tp_comm_overlap, c.fp8_linears, ',', c.micro_batch, ',', static_cast<int>(c.recompute), ',',
-                          join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',', layout.cp_group.per_node,
-                          ',', layout.ep_group.per_node, '|', pattern);
+    std::string key = cat(
+        m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.sequence_parallel, c.tp_comm_overlap, c.fp8_linears,
+        c.eager_kernels, ',', c.micro_batch, ',', static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"),
+        ',', layout.tp_group.per_node, ',', layout.cp_group.per_node, ',', layout.ep_group.per_node, '|', pattern);
     std::lock_guard lock(m_cacheMutex);
     auto& slot = m_cache[key];
     if (!slot)

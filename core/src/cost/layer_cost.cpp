@@ -118,6 +118,34 @@ bool runsInFp8(const Op& op, const LayerLayout& layout)
 }
 
 /**
+ * HBM traffic of eager PyTorch over the fused kernel the graph costs, per op of the transformer builders (the
+ * torchtitan / Meta Llama module code, 2024): bytes moved per element of the 16-bit activation.
+ * - RMSNorm: x.float() (2 read, 4 written), pow(2) (4, 4), mean (4), x * rsqrt (4, 4), type_as (4, 2), * weight
+ *   (2, 2) = 36 bytes against 4 fused: 9x. (LayerNorm is one fused ATen kernel in eager mode too: 1x.)
+ * - Rotary embedding: xq.float() (2, 4), the complex multiply (4, 4), type_as (4, 2) = 20 against 4: 5x.
+ * - SwiGLU: silu(gate) (2, 2), * up (4, 2) = 10 against 6: 5/3x.
+ * Backward repeats the chain through autograd, so the same ratio applies. Residual adds, dropout and ops of
+ * imported graphs (whose fusion is unknown) keep 1x.
+ */
+double eagerTrafficFactor(const ModelGraph& graph, const Op& op)
+{
+    const auto lastComponent = [](const std::string& module) {
+        const auto dot = module.rfind('.');
+        return dot == std::string::npos ? module : module.substr(dot + 1);
+    };
+    if (op.kind == OpKind::Norm)
+        return graph.transformer && graph.transformer->norm == "rmsnorm" ? 9.0 : 1.0;
+    if (op.kind == OpKind::Elementwise && graph.transformer) {
+        const std::string name = lastComponent(op.module);
+        if (name == "rotary")
+            return 5.0;
+        if (name == "act" && op.inputs.size() == 2)
+            return 10.0 / 6.0;
+    }
+    return 1.0;
+}
+
+/**
  * A sequence-parallel collective that overlaps the GEMMs beside it (TP communication overlap): the all-gather of a
  * column-parallel input runs under the GEMMs that consume it, the reduce-scatter of a row-parallel output under the
  * GEMM that produces it, and their backward counterparts under the input-gradient GEMMs. The collective is split
@@ -223,7 +251,8 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             fwd = source.memoryTime(kLossFwdBytesPerLogit * logits);
             bwdIn = source.memoryTime(kLossBwdBytesPerLogit * logits);
         } else {
-            const double moved = (op.bytes_read + op.bytes_written) * share;
+            const double moved = (op.bytes_read + op.bytes_written) * share
+                * (layout.eager_kernels ? eagerTrafficFactor(graph, op) : 1.0);
             fwd = source.memoryTime(moved);
             // Backward reads the saved input and the output gradient and writes the input gradient.
             bwdIn = source.memoryTime(1.5 * moved);

@@ -46,6 +46,8 @@ std::string ParallelConfig::describe() const
         text += " param-gather-overlap";
     if (fp8_linears)
         text += " fp8-linears";
+    if (eager_kernels)
+        text += " eager";
     text += cat(" recompute=", recomputeName(recompute));
     if (recompute == RecomputeKind::Modules)
         text += cat("(", join(recompute_modules, ","), ")");

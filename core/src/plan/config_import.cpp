@@ -380,6 +380,8 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
                 c.fp8_linears = true;
     if (root["float8"]["enable_float8_linear"].value_or(false))
         c.fp8_linears = true;
+    // Without [compile] enable (v0.2.x; [training] compile before) the job runs eager PyTorch.
+    c.eager_kernels = !(root["compile"]["enable"].value_or(false) || root["training"]["compile"].value_or(false));
     const std::int64_t etp = parallelism.integer("expert_tensor_parallel_degree", 1, kMaxDegree).value_or(1);
     if (c.ep > 1 && etp != c.tp)
         out.warnings.push_back(cat("expert_tensor_parallel_degree ", etp,

@@ -50,9 +50,10 @@ Value text(std::string key, const std::string& value, std::string comment = {})
     return {std::move(key), tomlString(value), value, std::move(comment)};
 }
 
+/** torchtitan's command line spells booleans differently across versions: TOML only. */
 Value boolean(std::string key, bool value, std::string comment = {})
 {
-    return {std::move(key), value ? "true" : "false", value ? "true" : "false", std::move(comment)};
+    return {std::move(key), value ? "true" : "false", std::nullopt, std::move(comment)};
 }
 
 /** A built-in llama3 flavor with exactly this shape (torchtitan/models/llama3/__init__.py), or empty. */
@@ -311,8 +312,8 @@ std::vector<std::string> renderFlags(const std::vector<Table>& tables)
     for (std::size_t i = 0; i < flags.size(); ++i)
         lines.push_back(cat("  ", flags[i], i + 1 < flags.size() ? " \\" : ""));
     if (!without.empty())
-        lines.push_back(cat("(", join(without, ", "),
-                            " has no command-line form: keep the TOML for it, or torchtitan picks its default)"));
+        lines.push_back(cat("(no command-line form for ", join(without, ", "),
+                            ": keep the TOML for them, or torchtitan picks its defaults)"));
     return lines;
 }
 
@@ -329,10 +330,13 @@ std::string exportTorchtitan(Context& context)
     tables.push_back(trainingTable(context));
     tables.push_back(parallelismTable(context));
     tables.push_back(checkpointTable(context));
-    if (c.tp_comm_overlap || c.fp8_linears) {
-        // Async TP works only on compiled models; Float8 linears are slow without compile (torchtitan's docs).
+    if (!c.eager_kernels) {
+        // The plan costs fused elementwise kernels, which torchtitan gets from torch.compile (async TP needs it too).
         tables.push_back(
             {"compile", {boolean("enable", true), {"components", "[\"model\", \"loss\"]", std::nullopt, {}}}});
+    } else if (c.tp_comm_overlap || c.fp8_linears) {
+        context.note("the plan runs eager (no torch.compile), but async TP needs compile and Float8 linears are slow "
+                     "without it: [compile] is left off as planned");
     }
     if (c.fp8_linears) {
         tables[1].values.push_back({"converters", "[\"quantize.linear.float8\"]", std::string("quantize.linear.float8"),

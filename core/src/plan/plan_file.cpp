@@ -178,6 +178,7 @@ json configJson(const ParallelConfig& c)
                  {"tp_comm_overlap", c.tp_comm_overlap},
                  {"overlap_param_gather", c.overlap_param_gather},
                  {"fp8_linears", c.fp8_linears},
+                 {"eager_kernels", c.eager_kernels},
                  {"recompute", recomputeName(c.recompute)},
                  {"recompute_modules", c.recompute_modules},
                  {"schedule", scheduleName(c.schedule)},
@@ -259,6 +260,7 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     c.tp_comm_overlap = f.boolean("tp_comm_overlap", false);
     c.overlap_param_gather = f.boolean("overlap_param_gather", false);
     c.fp8_linears = f.boolean("fp8_linears", false);
+    c.eager_kernels = f.boolean("eager_kernels", false);
     const std::string recompute = f.string("recompute");
     const auto recomputeKind = parseRecompute(recompute);
     if (!recomputeKind)

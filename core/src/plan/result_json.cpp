@@ -76,6 +76,7 @@ nlohmann::json candidateJson(const Evaluation& e, const CostModel& model)
               {"tp_comm_overlap", c.tp_comm_overlap},
               {"overlap_param_gather", c.overlap_param_gather},
               {"fp8_linears", c.fp8_linears},
+              {"eager_kernels", c.eager_kernels},
               {"schedule", scheduleName(c.schedule)},
               {"rank_order", c.rank_order},
               {"feasible", e.feasible},

@@ -181,6 +181,7 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     c.tp_comm_overlap = config.tp_comm_overlap && c.sequence_parallel;
                                     c.overlap_param_gather = config.overlap_param_gather && (zero == 1 || zero == 2);
                                     c.fp8_linears = config.fp8_linears;
+                                    c.eager_kernels = config.eager_kernels;
                                     c.recompute = recompute;
                                     c.recompute_modules = space.recompute_modules;
                                     c.schedule = schedule;

@@ -311,6 +311,7 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
     c.tp_comm_overlap = f.boolean("tp_comm_overlap", c.tp_comm_overlap);
     c.overlap_param_gather = f.boolean("overlap_param_gather", c.overlap_param_gather);
     c.fp8_linears = f.boolean("fp8_linears", c.fp8_linears);
+    c.eager_kernels = f.boolean("eager_kernels", c.eager_kernels);
     c.layer_num = integer("layer_num", 0, 100000, c.layer_num);
     f.checkNoUnknownKeys();
     validateConfig(c, origin);
@@ -361,6 +362,7 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"tp_comm_overlap", c.tp_comm_overlap},
                  {"overlap_param_gather", c.overlap_param_gather},
                  {"fp8_linears", c.fp8_linears},
+                 {"eager_kernels", c.eager_kernels},
                  {"layer_num", c.layer_num}};
 }
 

@@ -21,6 +21,7 @@ struct LayerLayout
     bool sequence_parallel = false;
     bool tp_comm_overlap = false; ///< SP collectives overlap the GEMMs beside them (ParallelConfig)
     bool fp8_linears = false; ///< linear GEMMs in FP8 with dynamic scaling casts (ParallelConfig)
+    bool eager_kernels = false; ///< unfused elementwise kernels of eager PyTorch (ParallelConfig)
     double micro_batch = 1; ///< sequences per micro-batch
     RecomputeKind recompute = RecomputeKind::None;
     std::vector<std::string> recompute_modules;

@@ -71,6 +71,7 @@ struct PlannerConfig
     bool tp_comm_overlap = false;
     bool overlap_param_gather = false;
     bool fp8_linears = false;
+    bool eager_kernels = false;
     /** Not an AutoDist key: search context parallelism ("max_cp" in JSON, 1 = off). */
     int max_cp = 8;
     /** Not an AutoDist key: Alpa's automatic layer construction ("layer_num" in JSON): cluster the ops into this
