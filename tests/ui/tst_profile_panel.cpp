@@ -332,7 +332,7 @@ private slots:
         QSignalSpy shown(&window, &MainWindow::planShown);
         // Choosing the profile re-plans with it.
         window.profilePanel()->setProfileDir(dir.path());
-        QVERIFY(shown.wait(kPlanTimeoutMs));
+        QVERIFY2(shown.wait(kPlanTimeoutMs), qPrintable(window.lastError()));
         const auto& result = window.currentResult();
         QVERIFY(!result->top.empty());
         const std::string measured = "profile:nvidia-h100-80gb-hbm3 (matmul, collectives)";
@@ -340,7 +340,7 @@ private slots:
         QVERIFY(window.currentRequest().config.profile_dir == dir.path().toStdString());
         // Turning it off re-plans on the datasheet.
         window.profilePanel()->useProfileBox()->setChecked(false);
-        QVERIFY(shown.wait(kPlanTimeoutMs));
+        QVERIFY2(shown.wait(kPlanTimeoutMs), qPrintable(window.lastError()));
         QCOMPARE(window.currentResult()->top.front().cost_source, std::string("datasheet"));
     }
 
