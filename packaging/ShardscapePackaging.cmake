@@ -37,7 +37,9 @@ set(SHARDSCAPE_PACKAGE_MAINTAINER "Shardscape maintainers <maintainers@users.nor
 set(CPACK_PACKAGE_NAME shardscape)
 set(CPACK_PACKAGE_VENDOR "Shardscape")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+# CPackDeb puts a non-default summary in front of every component's description, so both .debs would share one
+# synopsis; with CPack's default summary each takes the first line of its own description below.
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_NAME} built using CMake")
 set(CPACK_PACKAGE_CONTACT "${SHARDSCAPE_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR}/packages)
 set(CPACK_STRIP_FILES ON)

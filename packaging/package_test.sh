@@ -27,8 +27,17 @@ for p in "${packages[@]}"; do
 done
 [ -f "$build/CPackConfig.cmake" ] || { echo "$build is not a configured build tree (no CPackConfig.cmake)" >&2; exit 2; }
 
+fail() { echo "Package test FAILED: $*" >&2; exit 1; }
+# Quiet unless it fails: then its whole output, to see why.
+quiet() {
+    local log
+    log=$(mktemp)
+    "$@" >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; fail "$*"; }
+    rm -f "$log"
+}
+
 rm -rf "$build/packages"
-(cd "$build" && cpack -G "DEB;TGZ" >/dev/null)
+quiet cpack --config "$build/CPackConfig.cmake" -G "DEB;TGZ" -B "$build/packages"
 debs=("$build"/packages/*.deb)
 echo "Built: $(cd "$build/packages" && ls -- *.deb *.tar.gz | tr '\n' ' ')"
 for deb in "${debs[@]}"; do
@@ -37,13 +46,13 @@ done
 
 remove() { DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get remove -y -q "${packages[@]}" >/dev/null 2>&1 || true; }
 trap remove EXIT
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${debs[@]/#/./}" >/dev/null
+quiet "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${debs[@]/#/./}"
 
-fail() { echo "Package test FAILED: $*" >&2; exit 1; }
 out=$(/usr/bin/shardscape-cli plan --model llama2-7b --cluster h100-sxm) || fail "the installed shardscape-cli plan exited $?"
-grep -q "llama2-7b" <<<"$out" || fail "the installed shardscape-cli plan printed no plan for llama2-7b: $out"
+grep -q "^Planning llama2-7b" <<<"$out" && grep -q "^selected configuration" <<<"$out" \
+    || fail "the installed shardscape-cli plan printed no plan for llama2-7b: $out"
 if dpkg-query -W -f='${Status}' shardscape 2>/dev/null | grep -q "install ok installed"; then
-    QT_QPA_PLATFORM=offscreen /usr/bin/shardscape --version >/dev/null || fail "the installed shardscape does not start"
+    quiet env QT_QPA_PLATFORM=offscreen /usr/bin/shardscape --version
     for f in /usr/share/applications/io.github.shardscape.Shardscape.desktop \
              /usr/share/metainfo/io.github.shardscape.Shardscape.metainfo.xml \
              /usr/share/icons/hicolor/scalable/apps/io.github.shardscape.Shardscape.svg; do
