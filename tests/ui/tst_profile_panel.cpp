@@ -16,6 +16,7 @@
 #include "shardscape/profile/profile.h"
 
 #include <QApplication>
+#include <QChart>
 #include <QCheckBox>
 #include <QFile>
 #include <QLabel>
@@ -232,7 +233,12 @@ private slots:
         ProfileChart* chart = panel.collectiveChart();
         QCOMPARE(chart->measuredSeries().size(), 1);
         QCOMPARE(chart->measuredSeries()[0]->count(), static_cast<int>(saved.collectives.size()));
-        QVERIFY(chart->measuredSeries()[0]->name().startsWith(QStringLiteral("all_reduce 16 ranks (8 per node)")));
+        QCOMPARE(chart->measuredSeries()[0]->name(), QStringLiteral("measured"));
+        QVERIFY2(chart->chart()->title().contains(QStringLiteral("all_reduce 16 ranks (8 per node)")),
+                 qPrintable(chart->chart()->title()));
+        // 8 B .. 8.59 GB: the log axis steps by 1000 and spans every point.
+        QCOMPARE(chart->workAxis()->base(), 1000.0);
+        QVERIFY(chart->workAxis()->min() <= 8e-6 && chart->workAxis()->max() >= 8589.9);
         QVERIFY2(panel.logText().contains(QStringLiteral("31 added, 0 replaced")), qPrintable(panel.logText()));
 
         // The same log again replaces rather than duplicates.

@@ -58,6 +58,8 @@ void ProfileChart::clear()
     m_measured.clear();
     m_datasheet.clear();
     m_curves.clear();
+    m_axisX->setBase(10);
+    m_axisX->setMinorTickCount(-1);
     m_axisX->setRange(1e-3, 1e4);
     m_axisY->setRange(0, 1);
     setChartTitle(m_kind == Kind::Matmul ? tr("Matmul: no measured GEMMs") : tr("Collectives: none measured"),
@@ -83,9 +85,11 @@ void ProfileChart::setCurves(const std::vector<ProfileCurve>& curves, const QStr
         const ProfileCurve& curve = curves[i];
         const QColor colour = QColor::fromRgba(kPalette[i % std::size(kPalette)]);
         const QString name = QString::fromStdString(curve.name);
+        // One curve: its name is in the title, and the legend stays short enough to sit below a narrow chart.
+        const QString prefix = curves.size() == 1 ? QString() : name + QLatin1Char(' ');
 
         auto* measured = new QScatterSeries;
-        measured->setName(tr("%1 measured").arg(name));
+        measured->setName(prefix + tr("measured"));
         measured->setColor(colour);
         measured->setBorderColor(colour);
         measured->setMarkerSize(7);
@@ -94,7 +98,7 @@ void ProfileChart::setCurves(const std::vector<ProfileCurve>& curves, const QStr
             extend(p.work / divisor, p.rate);
         }
         auto* datasheet = new QLineSeries;
-        datasheet->setName(tr("%1 datasheet").arg(name));
+        datasheet->setName(prefix + tr("datasheet"));
         QPen pen(colour);
         pen.setWidthF(1.5);
         pen.setStyle(Qt::DashLine);
@@ -134,12 +138,23 @@ void ProfileChart::setCurves(const std::vector<ProfileCurve>& curves, const QStr
         m_measured.push_back(measured);
         m_datasheet.push_back(datasheet);
     }
-    // Whole decades around the points, so that the log axis labels are round numbers.
-    m_axisX->setRange(std::pow(10.0, std::floor(std::log10(minX))), std::pow(10.0, std::ceil(std::log10(maxX))));
+    // Whole powers of the base around the points, so that the log axis labels are round numbers; a wide span (an
+    // nccl-tests sweep covers 8 B to 8 GB) steps by 100 or 1000 so that the labels fit a narrow dock.
+    const double decades = std::log10(maxX / minX);
+    const double base = decades > 6 ? 1000 : decades > 3 ? 100 : 10;
+    m_axisX->setBase(base);
+    m_axisX->setMinorTickCount(base == 10 ? -1 : static_cast<int>(std::lround(std::log10(base))) - 1);
+    const double low = std::pow(base, std::floor(std::log(minX) / std::log(base) + 1e-9));
+    double high = std::pow(base, std::ceil(std::log(maxX) / std::log(base) - 1e-9));
+    if (high <= low)
+        high = low * base;
+    m_axisX->setRange(low, high);
     m_axisY->setRange(0, maxY > 0 ? maxY * 1.1 : 1);
     m_axisY->applyNiceNumbers();
-    setChartTitle(m_kind == Kind::Matmul ? tr("Matmul throughput: measured vs datasheet")
-                                         : tr("Collective bus bandwidth: measured vs datasheet"),
+    // A single curve is named in the title (the axes and the legend say the rest), so it fits a narrow dock.
+    const QString what = m_kind == Kind::Matmul ? tr("GEMM throughput") : tr("Bus bandwidth");
+    setChartTitle(curves.size() == 1 ? QString::fromStdString(curves[0].name)
+                                     : tr("%1: measured vs datasheet").arg(what),
                   subtitle);
 }
 
