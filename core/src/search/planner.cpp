@@ -11,12 +11,14 @@
 #include "shardscape/search/tp_annotation.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/strings.h"
+#include "shardscape/support/tsan_annotations.h"
 #include "shardscape/support/units.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <mutex>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -31,7 +33,10 @@ double secondsSince(Clock::time_point start)
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/** Throttled, thread-safe progress: only the thread that crosses the next 0.1% step reports. */
+/**
+ * Throttled, thread-safe progress: only the thread that crosses the next 0.1% step reports, and reports are
+ * serialised, so a sink sees one call at a time (two workers can cross consecutive steps at once).
+ */
 class ProgressCounter
 {
 public:
@@ -47,8 +52,10 @@ public:
     {
         const std::uint64_t done = ++m_done;
         std::uint64_t next = m_next.load();
-        if (done >= next && m_next.compare_exchange_strong(next, done + m_step))
+        if (done >= next && m_next.compare_exchange_strong(next, done + m_step)) {
+            const std::lock_guard lock(m_sinkMutex);
             m_sink.progress(m_phase, done, m_total);
+        }
     }
     void finish() { m_sink.progress(m_phase, m_total, m_total); }
 
@@ -59,7 +66,17 @@ private:
     std::uint64_t m_step;
     std::atomic<std::uint64_t> m_done {0};
     std::atomic<std::uint64_t> m_next {0};
+    std::mutex m_sinkMutex;
 };
+
+/** tbb::parallel_for, with the fork and join that oneTBB guarantees made visible to ThreadSanitizer. */
+template<typename Body> void parallelFor(std::size_t count, std::size_t grain, Body body)
+{
+    const char join = 0;
+    const TsanForkJoinBody annotated(std::move(body), &join);
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, grain), annotated);
+    annotated.joined();
+}
 
 /** A candidate after the fast pass. */
 struct Scored
@@ -265,15 +282,14 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     {
         ProgressCounter counter(progress, "costing", candidates.size());
         arena.execute([&] {
-            tbb::parallel_for(tbb::blocked_range<std::size_t>(0, candidates.size(), 16),
-                              [&](const tbb::blocked_range<std::size_t>& range) {
-                                  for (std::size_t i = range.begin(); i != range.end(); ++i) {
-                                      if (stop.stop_requested())
-                                          return;
-                                      scored[i] = scoreCandidate(ctx, i, candidates[i]);
-                                      counter.advance();
-                                  }
-                              });
+            parallelFor(candidates.size(), 16, [&](const tbb::blocked_range<std::size_t>& range) {
+                for (std::size_t i = range.begin(); i != range.end(); ++i) {
+                    if (stop.stop_requested())
+                        return;
+                    scored[i] = scoreCandidate(ctx, i, candidates[i]);
+                    counter.advance();
+                }
+            });
         });
         if (!stop.stop_requested())
             counter.finish();
@@ -323,12 +339,14 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     {
         ProgressCounter counter(progress, "selecting", shortlist);
         arena.execute([&] {
-            tbb::parallel_for(std::size_t {0}, shortlist, [&](std::size_t i) {
-                if (stop.stop_requested())
-                    return;
-                simulated[i].index = feasible[i]->index;
-                simulated[i].estimate = model->evaluate(feasible[i]->estimate.config, workload, {}, stop);
-                counter.advance();
+            parallelFor(shortlist, 1, [&](const tbb::blocked_range<std::size_t>& range) {
+                for (std::size_t i = range.begin(); i != range.end(); ++i) {
+                    if (stop.stop_requested())
+                        return;
+                    simulated[i].index = feasible[i]->index;
+                    simulated[i].estimate = model->evaluate(feasible[i]->estimate.config, workload, {}, stop);
+                    counter.advance();
+                }
             });
         });
     }
