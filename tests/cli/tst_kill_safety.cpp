@@ -72,7 +72,7 @@ public:
     qint64 runToEnd() const
     {
         QProcess process;
-        process.setWorkingDirectory(QFileInfo(m_target).path());
+        prepare(process);
         QElapsedTimer timer;
         timer.start();
         process.start(m_program, m_args);
@@ -100,7 +100,7 @@ public:
             const qint64 from = i % 2 == 0 ? 0 : fullMs * 7 / 10;
             const qint64 delayMs = from + random.bounded(fullMs * 115 / 100 - from + 1);
             QProcess process;
-            process.setWorkingDirectory(folder.path());
+            prepare(process);
             process.start(m_program, m_args);
             if (!process.waitForStarted(10'000)) {
                 QTest::qFail(qPrintable(QStringLiteral("cannot start %1").arg(m_program)), __FILE__, __LINE__);
@@ -143,6 +143,15 @@ public:
     }
 
 private:
+    /** Runs in the target's folder (plan drops its dump there), the desktop app without a display. */
+    void prepare(QProcess& process) const
+    {
+        process.setWorkingDirectory(QFileInfo(m_target).path());
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        process.setProcessEnvironment(environment);
+    }
+
     QString m_program;
     QStringList m_args;
     QString m_target;
