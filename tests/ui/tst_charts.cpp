@@ -219,6 +219,28 @@ private Q_SLOTS:
         QCOMPARE(spy.front().front().toInt(), target);
     }
 
+    void bubbleAxisLabelsStayDistinctOnFlatCurves()
+    {
+        // Axis labels are the ticks printed with the label format: six ticks over [0, top] must print six
+        // different strings, on a flat 0-1% curve as on a steep one.
+        for (const double ratio : {0.002, 0.03, 0.3, 3.0}) {
+            BubbleChart bubble;
+            bubble.setCurve({{4, ratio}, {8, ratio / 2}}, 8);
+            const auto axes = bubble.chart()->axes(Qt::Vertical);
+            QCOMPARE(axes.size(), 1);
+            const auto* axis = qobject_cast<const QValueAxis*>(axes.front());
+            QVERIFY(axis);
+            QVERIFY(axis->max() >= ratio * 100);
+            QStringList labels;
+            for (int i = 0; i < axis->tickCount(); ++i) {
+                const double tick = axis->min() + (axis->max() - axis->min()) * i / (axis->tickCount() - 1);
+                labels << QString::asprintf(axis->labelFormat().toLatin1().constData(), tick);
+            }
+            labels.removeDuplicates();
+            QCOMPARE(labels.size(), axis->tickCount());
+        }
+    }
+
     void bubbleCurveEqualsSimulatedRatios()
     {
         // What the app computes with the core: the selected plan's bubble for several micro-batch counts.

@@ -89,8 +89,19 @@ void BubbleChart::setCurve(const std::vector<std::pair<int, double>>& points, in
     const double lo = std::exp2(std::floor(std::log2(sorted.front().first)));
     const double hi = std::exp2(std::ceil(std::log2(sorted.back().first)));
     m_axisX->setRange(lo, hi > lo ? hi : lo * 2);
-    m_axisY->setRange(0, std::max(1.0, maxY * 1.1));
-    m_axisY->applyNiceNumbers();
+    // A 1-2-5 top with five steps, and as many decimals as the step needs: a flat 0-1% curve must not read
+    // "0 0 0 1 1 1" (one decimal below a top of 5).
+    double top = 1;
+    for (const double candidate : {1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0}) {
+        top = candidate;
+        if (maxY * 1.1 <= candidate)
+            break;
+    }
+    if (maxY * 1.1 > top) // bubbles over 100% (GPipe with few micro-batches): whole hundreds
+        top = std::ceil(maxY * 1.1 / 100) * 100;
+    m_axisY->setRange(0, top);
+    m_axisY->setTickCount(6);
+    m_axisY->setLabelFormat(top < 5 ? QStringLiteral("%.1f") : QStringLiteral("%.0f"));
     const QString subtitle = m_current->count() > 0 ? tr("selected plan at %1 micro-batches: %2% bubble")
                                                           .arg(currentMicrobatches)
                                                           .arg(m_current->at(0).y(), 0, 'f', 1)
