@@ -6,8 +6,11 @@
 #include "shardscape/support/error.h"
 #include "shardscape/support/json_file.h"
 
+#include <QElapsedTimer>
 #include <QTemporaryDir>
 #include <QTest>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 using namespace shardscape;
@@ -230,6 +233,21 @@ private Q_SLOTS:
                                        << "produced by two ops";
         QTest::newRow("not object") << R"({"": [1, 2]})"
                                     << "expected a JSON object";
+        // issue 8's hostile values
+        QTest::newRow("zero seq") << R"({"seq_len": 0})"
+                                  << "seq_len: value 0 is out of range";
+        QTest::newRow("zero dim") << R"({"tensors/0/shape/0": 0})"
+                                  << "dimension 0 must be an integer in [1, 2^40]";
+        QTest::newRow("float dim") << R"({"tensors/0/shape/1": 4.5})"
+                                   << "dimension 1 must be an integer";
+        QTest::newRow("dim 2^62") << R"({"tensors/0/shape/0": 4611686018427387904})"
+                                  << "dimension 0 must be an integer in [1, 2^40]";
+        QTest::newRow("elements overflow int64") << R"({"tensors/1/shape": [1099511627776, 1099511627776]})"
+                                                 << "elements, over the limit of 1e+15";
+        QTest::newRow("flops 1e300") << R"({"ops/1/flops_fwd": 1e300})"
+                                     << "flops_fwd: value 1e+300 is out of range";
+        QTest::newRow("name not a string") << R"({"tensors/0/name": 7})"
+                                           << "name: expected a string";
     }
     void badNativeGraphs()
     {
@@ -247,6 +265,95 @@ private Q_SLOTS:
         }
         const std::string message = errorOf([&] { loadNativeGraph(doc, "bad.json"); });
         QVERIFY2(message.find(expected.toStdString()) != std::string::npos, message.c_str());
+    }
+
+    /** JSON text is UTF-8, but a document built in code need not be: names that are not UTF-8 could not be written
+        back (plan files, traces), so the graph refuses them and says which. */
+    void nonUtf8NamesAreRefused()
+    {
+        nlohmann::json doc = tinyDoc();
+        doc["ops"][1]["name"] = "fc\xff";
+        std::string message = errorOf([&] { loadNativeGraph(doc, "bad.json"); });
+        QVERIFY2(message.find("op 'fc\\xFF' has a name that is not valid UTF-8") != std::string::npos, message.c_str());
+        doc = tinyDoc();
+        doc["ops"][1]["module"] = "net.\xc3(";
+        message = errorOf([&] { loadNativeGraph(doc, "bad.json"); });
+        QVERIFY2(message.find("not valid UTF-8: 'net.\\xC3('") != std::string::npos, message.c_str());
+        ModelGraph graph;
+        QVERIFY(errorOf([&] {
+                    graph.addTensor({"t\xe2\x82", {1}, DType::BF16, false, false});
+                }).find("UTF-8")
+                != std::string::npos);
+        QCOMPARE(errorOf([&] {
+                     graph.addTensor({"t\xe2\x82\xac", {1}, DType::BF16, false, false});
+                 }),
+                 std::string("(no error)")); // the euro sign is fine
+    }
+
+    /** A config.json whose file name is not UTF-8 still loads: the label is escaped, so it can be written as JSON. */
+    void nonUtf8FileNameIsEscaped()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.path().toStdString() + "/m\xff.json";
+        {
+            std::ofstream out(path);
+            out << R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                       "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 64})";
+        }
+        const ModelGraph graph = loadModel(path, {1, 16, DType::BF16});
+        QCOMPARE(graph.name, std::string("m\\xFF"));
+        QVERIFY(!toNativeJson(graph).dump().empty());
+    }
+
+    /** issue 8's hostile files, each a clean InputError naming the cause. */
+    void loadModelRejectsHostileFiles_data()
+    {
+        QTest::addColumn<QByteArray>("bytes");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("empty") << QByteArray() << "file is empty";
+        QTest::newRow("whitespace") << QByteArray(" \n\t") << "file is empty";
+        QTest::newRow("truncated") << QByteArray(R"({"model_type": "llama", "hidden_size": 4)") << "malformed JSON";
+        QTest::newRow("NaN") << QByteArray(R"({"model_type": "llama", "hidden_size": NaN})") << "invalid literal";
+        QTest::newRow("1e999") << QByteArray(R"({"model_type": "llama", "hidden_size": 1e999})") << "number overflow";
+        QTest::newRow("not UTF-8") << QByteArray("{\"model_type\": \"ll\xff\"}") << "ill-formed UTF-8 byte";
+        QTest::newRow("binary") << QByteArray("\x00\x01\x02\x89PNG", 8) << "malformed JSON";
+        QTest::newRow("array") << QByteArray("[1, 2]") << "expected a JSON object";
+        QTest::newRow("deeply nested") << QByteArray(100000, '[') + QByteArray(100000, ']') << "expected a JSON object";
+    }
+    void loadModelRejectsHostileFiles()
+    {
+        QFETCH(QByteArray, bytes);
+        QFETCH(QString, expected);
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("config.json").toStdString();
+        {
+            std::ofstream out(path, std::ios::binary);
+            out.write(bytes.constData(), bytes.size());
+        }
+        const std::string message = errorOf([&] { loadModel(path, {}); });
+        QVERIFY2(message.find(expected.toStdString()) != std::string::npos, message.c_str());
+        QVERIFY2(message.find("config.json") != std::string::npos, message.c_str());
+        for (const char ch : message) // echoed input is escaped: no raw control or invalid bytes reach the terminal
+            QVERIFY2(static_cast<unsigned char>(ch) >= 0x20 && static_cast<unsigned char>(ch) < 0x7f, message.c_str());
+    }
+
+    /** A several-GB file (sparse) is refused from its size, at once, without reading or allocating it. */
+    void loadModelRefusesHugeFileBeforeReading()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("huge.json").toStdString();
+        {
+            std::ofstream create(path);
+        }
+        std::error_code ec;
+        std::filesystem::resize_file(path, std::uintmax_t {3} << 30, ec);
+        if (ec)
+            QSKIP("cannot create a sparse 3 GB file here");
+        QElapsedTimer timer;
+        timer.start();
+        const std::string message = errorOf([&] { loadModel(path, {}); });
+        QVERIFY2(message.find("over the 536.87 MB limit") != std::string::npos, message.c_str());
+        QVERIFY(timer.elapsed() < 1000);
     }
 
     void loadModelRejectsUnknownInputs()

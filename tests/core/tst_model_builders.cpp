@@ -695,6 +695,15 @@ void TestModelBuilders::configErrors_data()
     QTest::newRow("huge layers") << "llama2-7b" << QByteArray(R"({"num_hidden_layers": 100001})")
                                  << "num_hidden_layers";
     QTest::newRow("huge vocab") << "llama2-7b" << QByteArray(R"({"vocab_size": 100000001})") << "vocab_size";
+    // issue 8's absurd sizes: refused from the number, before anything is allocated for them.
+    QTest::newRow("hidden 1e12") << "llama2-7b" << QByteArray(R"({"hidden_size": 1000000000000})")
+                                 << "'hidden_size' = 1000000000000 is out of range";
+    QTest::newRow("1e7 layers") << "llama2-7b" << QByteArray(R"({"num_hidden_layers": 10000000})")
+                                << "'num_hidden_layers' = 10000000 is out of range (at most 10000)";
+    QTest::newRow("layers past the build limit") << "gpt2" << QByteArray(R"({"n_layer": 10001})") << "n_layer";
+    QTest::newRow("zero positions") << "llama2-7b" << QByteArray(R"({"max_position_embeddings": 0})")
+                                    << "max_position_embeddings";
+    QTest::newRow("float hidden") << "llama2-7b" << QByteArray(R"({"hidden_size": 1e12})") << "must be an integer";
     QTest::newRow("uint64 overflow") << "llama2-7b" << QByteArray(R"({"vocab_size": 18446744073709551615})")
                                      << "vocab_size";
     QTest::newRow("heads do not divide hidden")

@@ -378,6 +378,35 @@ private slots:
 #endif
     }
 
+    /** ONNX strings are UTF-8 by the spec but protobuf does not check it: a name that is not would break every JSON
+        written from the graph (plan files, traces, fingerprints), so the import refuses it, naming it escaped. */
+    void rejectsNonUtf8Names()
+    {
+#ifdef SHARDSCAPE_HAVE_ONNX
+        std::string bytes = readBytes(kData / "llama_tiny_generic.onnx");
+        const std::string from = "input_ids";
+        const std::string to = "input_\xff" "ds"; // same length: the protobuf stays well-formed
+        std::size_t replaced = 0;
+        for (auto at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at)) {
+            bytes.replace(at, from.size(), to);
+            ++replaced;
+        }
+        QVERIFY(replaced > 0);
+        try {
+            loadOnnxModelFromBytes(bytes, "names.onnx", options());
+            QFAIL("a non-UTF-8 name was accepted");
+        } catch (const InputError& e) {
+            const std::string message = e.message();
+            QVERIFY2(message.find("input_\\xFFds") != std::string::npos, message.c_str());
+            QVERIFY2(message.find("not valid UTF-8") != std::string::npos, message.c_str());
+        }
+        // The file name is only a label: escaped, not refused.
+        const OnnxImport ok
+            = loadOnnxModelFromBytes(readBytes(kData / "llama_tiny_generic.onnx"), "dir/m\xfe.onnx", options());
+        QCOMPARE(ok.graph.name, std::string("m\\xFE"));
+#endif
+    }
+
     /** Over protobuf's 2 GB limit (a sparse file): rejected from its size, before reading it. */
     void rejectsHugeFile()
     {

@@ -79,6 +79,36 @@ private Q_SLOTS:
         QVERIFY2(message.rfind("x.json:3:", 0) == 0, message.c_str());
     }
 
+    /** nlohmann's message minus its own position prefix; the echoed input escaped so it is printable UTF-8. */
+    void malformedJsonSaysWhyAndEscapesTheInput()
+    {
+        std::string message = errorOf([] { parseJson("{\"a\": NaN}", "x.json"); });
+        QVERIFY2(message.find("x.json:1:7: malformed JSON: syntax error while parsing value - invalid literal")
+                     != std::string::npos,
+                 message.c_str());
+        QVERIFY2(message.find("json.exception") == std::string::npos, message.c_str());
+        message = errorOf([] { parseJson("{\"a\": \"b\xff\"}", "x.json"); });
+        QVERIFY2(message.find("ill-formed UTF-8 byte") != std::string::npos, message.c_str());
+        QVERIFY2(message.find("\\xFF") != std::string::npos, message.c_str());
+        QVERIFY(isValidUtf8(message));
+        // Deep nesting neither overflows the stack nor is refused by the parser.
+        QVERIFY(parseJson(std::string(100000, '[') + std::string(100000, ']'), "deep.json").is_array());
+    }
+
+    void utf8ValidationAndEscaping()
+    {
+        QVERIFY(isValidUtf8(""));
+        QVERIFY(isValidUtf8("plain ascii"));
+        QVERIFY(isValidUtf8("\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80")); // e-acute, euro, emoji
+        QVERIFY(!isValidUtf8("\xff"));
+        QVERIFY(!isValidUtf8("\xc3")); // truncated
+        QVERIFY(!isValidUtf8("\xc0\xaf")); // overlong '/'
+        QVERIFY(!isValidUtf8("\xed\xa0\x80")); // surrogate
+        QVERIFY(!isValidUtf8("\xf4\x90\x80\x80")); // past U+10FFFF
+        QCOMPARE(escapeInvalidUtf8("a\xff" "b\xc3\xa9\n"), std::string("a\\xFFb\xc3\xa9\\x0A"));
+        QVERIFY(isValidUtf8(escapeInvalidUtf8("\xc0\xaf\xed\xa0\x80\xf4\x90")));
+    }
+
     void emptyAndMissingFiles()
     {
         QVERIFY(errorOf([] { parseJson("  \n", "empty.json"); }).find("empty") != std::string::npos);

@@ -43,10 +43,13 @@ void hfConfig(std::string_view bytes)
 }
 
 #ifdef SHARDSCAPE_HAVE_ONNX
-/** An .onnx file's bytes: protobuf, external-data checks, shape inference, pattern matching, op emission. */
+/** An .onnx file's bytes: protobuf, external-data checks, shape inference, pattern matching, op emission; then the
+    summary and the native JSON of the graph. */
 void onnx(std::string_view bytes)
 {
-    summarizeModel(loadOnnxModelFromBytes(bytes, "fuzz.onnx", kOptions).graph);
+    const ModelGraph graph = loadOnnxModelFromBytes(bytes, "fuzz.onnx", kOptions).graph;
+    summarizeModel(graph);
+    (void)toNativeJson(graph).dump(); // every name must be storable as JSON (plan files, traces, fingerprints)
 }
 #endif
 

@@ -27,7 +27,7 @@ using nlohmann::json;
 
 // Limits past which a value is a typo, not a model (the largest published models are far below them).
 constexpr std::int64_t kMaxHidden = 1'000'000;
-constexpr std::int64_t kMaxLayers = 100'000;
+constexpr std::int64_t kMaxLayers = kMaxTransformerLayers;
 constexpr std::int64_t kMaxVocab = 100'000'000;
 constexpr std::int64_t kMaxHeads = 1'000'000;
 constexpr std::int64_t kMaxHeadDim = 1'000'000;

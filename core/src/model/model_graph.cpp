@@ -36,10 +36,24 @@ void ModelGraph::reserve(std::size_t tensors, std::size_t ops)
     m_opByName.reserve(ops);
 }
 
+namespace {
+
+/** Names end up in plan files, traces and fingerprints (JSON), which must be UTF-8: refuse others at the door. */
+void requireUtf8(std::string_view owner, std::string_view what, std::string_view text)
+{
+    if (!isValidUtf8(text))
+        throw InputError(cat(what, " '", escapeInvalidUtf8(owner), "' has a name that is not valid UTF-8",
+                             owner == text ? "" : cat(": '", escapeInvalidUtf8(text), "'")),
+                         "names must be UTF-8 text: re-export the model or fix the name");
+}
+
+} // namespace
+
 TensorId ModelGraph::addTensor(Tensor tensor)
 {
     if (tensor.name.empty())
         throw InputError(cat("tensor #", m_tensors.size(), " has an empty name"), "give every tensor a unique name");
+    requireUtf8(tensor.name, "tensor", tensor.name);
     for (const auto d : tensor.shape)
         if (d <= 0)
             throw InputError(cat("tensor '", tensor.name, "' has a non-positive dimension (", d, ")"),
@@ -49,9 +63,9 @@ TensorId ModelGraph::addTensor(Tensor tensor)
     for (const auto d : tensor.shape)
         elements *= static_cast<double>(d);
     if (elements > kMaxGraphTensorElements)
-        throw InputError(cat("tensor '", tensor.name, "' has ", elements, " elements, over the limit of ",
-                             kMaxGraphTensorElements),
-                         "no real model has a tensor that large: check its shape");
+        throw InputError(
+            cat("tensor '", tensor.name, "' has ", elements, " elements, over the limit of ", kMaxGraphTensorElements),
+            "no real model has a tensor that large: check its shape");
     const auto id = static_cast<TensorId>(m_tensors.size());
     if (!m_tensorByName.emplace(tensor.name, id).second)
         throw InputError(cat("duplicate tensor name '", tensor.name, "'"), "tensor names must be unique");
@@ -63,6 +77,9 @@ OpId ModelGraph::addOp(Op op)
 {
     if (op.name.empty())
         throw InputError(cat("op #", m_ops.size(), " has an empty name"), "give every op a unique name");
+    requireUtf8(op.name, "op", op.name);
+    requireUtf8(op.name, "the module of op", op.module);
+    requireUtf8(op.name, "the source type of op", op.source_type);
     const auto checkIds = [&](const std::vector<TensorId>& ids, const char* role) {
         for (const auto id : ids)
             if (id < 0 || static_cast<std::size_t>(id) >= m_tensors.size())

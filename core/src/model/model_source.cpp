@@ -68,7 +68,8 @@ ModelGraph loadModel(const std::string& spec, const BuildOptions& options)
     std::string name = path.stem().string();
     if (name == "config" && path.has_parent_path())
         name = path.parent_path().filename().string();
-    return loadModelJson(readJsonFile(path), spec, options, std::move(name));
+    // The label ends up in JSON (plan files, traces): a file name that is not UTF-8 is escaped, not refused.
+    return loadModelJson(readJsonFile(path), spec, options, escapeInvalidUtf8(name));
 }
 
 ModelGraph loadModelJson(const nlohmann::json& doc, std::string_view origin, const BuildOptions& options,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "shardscape/model/native_json.h"
 
+#include "shardscape/model/hf_config.h"
 #include "shardscape/support/atomic_file.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/json_fields.h"
@@ -51,7 +52,7 @@ TransformerShape transformerFromJson(const nlohmann::json& doc, const std::strin
     TransformerShape t;
     t.family = f.string("family");
     t.hidden = f.integer("hidden", 1, 1'000'000);
-    t.num_layers = f.integer("num_layers", 1, 100'000);
+    t.num_layers = f.integer("num_layers", 1, kMaxTransformerLayers);
     t.num_heads = f.integer("num_heads", 1, 1'000'000);
     t.num_kv_heads = f.integer("num_kv_heads", 1, 1'000'000);
     t.head_dim = f.integer("head_dim", 1, 1'000'000);

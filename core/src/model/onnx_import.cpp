@@ -2755,7 +2755,7 @@ private:
     ModelGraph build()
     {
         ModelGraph graph;
-        graph.name = fs::path(m_origin).stem().string();
+        graph.name = escapeInvalidUtf8(fs::path(m_origin).stem().string()); // a label: a non-UTF-8 file name is escaped
         graph.batch = m_graphBatch;
         graph.seq_len = m_graphSeq;
         graph.dtype = m_options.dtype;

@@ -116,6 +116,10 @@ void validateShape(const TransformerShape& t)
     requirePositive(t.ffn_hidden, "ffn_hidden");
     requirePositive(t.vocab, "vocab");
     requirePositive(t.max_positions, "max_positions");
+    if (t.num_layers > kMaxTransformerLayers)
+        throw InputError(
+            cat("transformer shape: ", t.num_layers, " layers is over the limit of ", kMaxTransformerLayers),
+            "check the layer count: no real model is that deep");
     if (t.num_heads % t.num_kv_heads != 0)
         throw InputError(
             cat("transformer shape: num_kv_heads (", t.num_kv_heads, ") does not divide num_heads (", t.num_heads, ")"),

@@ -53,6 +53,33 @@ std::pair<std::size_t, std::size_t> lineColumn(std::string_view text, std::size_
     return {line, column};
 }
 
+/**
+ * nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1, column 7: " prefix (we
+ * print our own position), e.g. "syntax error while parsing value - invalid string: ill-formed UTF-8 byte; last
+ * read: '"ab<FF>'". Control and non-ASCII bytes of the echoed input are written \xNN, so that a binary or non-UTF-8
+ * file cannot garble the terminal or make the message itself invalid UTF-8.
+ */
+std::string parseErrorDetail(std::string_view what)
+{
+    const auto column = what.find(", column ");
+    const auto colon = what.find(": ", column == std::string_view::npos ? 0 : column);
+    if (colon != std::string_view::npos)
+        what.remove_prefix(colon + 2);
+    std::string detail;
+    for (const char ch : what) {
+        const auto byte = static_cast<unsigned char>(ch);
+        if (byte < 0x20 || byte >= 0x7f) {
+            static constexpr char kHex[] = "0123456789ABCDEF";
+            detail += "\\x";
+            detail += kHex[byte >> 4];
+            detail += kHex[byte & 0xf];
+        } else {
+            detail += ch;
+        }
+    }
+    return detail;
+}
+
 } // namespace
 
 nlohmann::json parseJson(std::string_view text, std::string_view origin)
@@ -65,9 +92,7 @@ nlohmann::json parseJson(std::string_view text, std::string_view origin)
         // nlohmann reports the byte after the offending token; step back so the column points at it.
         const std::size_t offset = error.byte > 0 ? error.byte - 1 : 0;
         const auto [line, column] = lineColumn(text, offset);
-        std::string what = error.what();
-        const auto colon = what.rfind(": ");
-        const std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
+        const std::string detail = parseErrorDetail(error.what());
         throw InputError(cat(origin, ":", line, ":", column, ": malformed JSON: ", detail),
                          "fix the syntax at that line and column");
     } catch (const nlohmann::json::exception& error) {

@@ -8,6 +8,13 @@
 
 namespace shardscape {
 
+/**
+ * Most decoder layers a built transformer may have. The deepest published models have about 1000 (DeepNet); the
+ * graph grows by about 20 ops per layer and `inspect` takes about 1 ms per layer, so 100k layers (1.9 GB, 90 s) is
+ * a typo rather than a model.
+ */
+inline constexpr std::int64_t kMaxTransformerLayers = 10'000;
+
 /** Inputs of the graph builders that are not part of the architecture. */
 struct BuildOptions
 {

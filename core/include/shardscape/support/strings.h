@@ -43,4 +43,12 @@ bool endsWith(std::string_view text, std::string_view suffix);
 bool startsWith(std::string_view text, std::string_view prefix);
 std::string toLower(std::string_view text);
 
+/** Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF). JSON output
+    needs it: nlohmann's dump() throws on anything else. */
+bool isValidUtf8(std::string_view text);
+
+/** `text` with every byte that is not part of well-formed UTF-8, and every control character, written as \xNN: safe
+    to print and to store in JSON. */
+std::string escapeInvalidUtf8(std::string_view text);
+
 } // namespace shardscape
