@@ -932,6 +932,7 @@ public:
                 for (const auto& a : node.attribute())
                     checkAttributeLocations(a, m_origin, 1);
         checkControlFlow();
+        checkConvolutions();
         bindSymbolicDims();
         inferShapes();
         collectValues();
@@ -978,6 +979,83 @@ private:
                 throw InputError(cat(m_origin, ": unsupported control-flow node '", name, "' (", node.op_type(), ")"),
                                  "the planner needs a static graph: export without data-dependent control flow (unroll "
                                  "loops, trace with fixed shapes) or load the model's HF config.json");
+            }
+            ++index;
+        }
+    }
+
+    /**
+     * ONNX 1.12's shape inference for convolutions and pooling (convPoolShapeInference) indexes its dilation, stride
+     * and pad vectors by the kernel's rank without checking it against the input's: a weight of another rank, or
+     * attributes of the wrong length, read past the vectors (found by fuzz_onnx: a segfault), and a zero stride
+     * divides by zero. Such a node is invalid ONNX, so it is refused here, before inference, naming the node. Ranks
+     * are those the file declares (graph inputs, value_info, initializers); ranks known only after inference cannot
+     * be checked before it.
+     */
+    void checkConvolutions() const
+    {
+        const auto& graph = m_model.graph();
+        std::unordered_map<std::string_view, int> ranks;
+        const auto declare = [&](const onnx::ValueInfoProto& vi) {
+            if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
+                ranks[vi.name()] = vi.type().tensor_type().shape().dim_size();
+        };
+        for (const auto& vi : graph.input())
+            declare(vi);
+        for (const auto& vi : graph.value_info())
+            declare(vi);
+        for (const auto& vi : graph.output())
+            declare(vi);
+        for (const auto& init : graph.initializer())
+            ranks[init.name()] = init.dims_size();
+        const auto rankOf = [&](const onnx::NodeProto& node, int input) -> std::optional<int> {
+            if (input >= node.input_size() || node.input(input).empty())
+                return std::nullopt;
+            const auto it = ranks.find(node.input(input));
+            return it == ranks.end() ? std::nullopt : std::optional<int>(it->second);
+        };
+
+        int index = 0;
+        for (const auto& node : graph.node()) {
+            const std::string& op = node.op_type();
+            const bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+            const int weight = op == "Conv" || op == "ConvInteger" || op == "ConvTranspose" ? 1
+                : op == "QLinearConv"                                                       ? 3
+                                                                                            : -1;
+            const bool pool = op == "AveragePool" || op == "MaxPool" || op == "LpPool";
+            if (!defaultDomain || (weight < 0 && !pool)) {
+                ++index;
+                continue;
+            }
+            const std::string name = escapeInvalidUtf8(!node.name().empty() ? node.name() : cat("#", index));
+            const auto reject = [&](const std::string& why) {
+                throw InputError(cat(m_origin, ": node '", name, "' (", op, ") ", why),
+                                 "the model is not valid ONNX: re-export it (onnx.checker.check_model finds this)");
+            };
+            if (weight > 0 && (node.input_size() <= weight || node.input(weight).empty()))
+                reject(cat("has no weight input (input ", weight, ")"));
+            const auto x = rankOf(node, 0);
+            const auto w = weight > 0 ? rankOf(node, weight) : std::nullopt;
+            if (x && *x < 3)
+                reject(cat("has a rank-", *x, " input; it needs batch, channels and at least one spatial dimension"));
+            if (x && w && *x != *w)
+                reject(cat("has a rank-", *x, " input but a rank-", *w, " weight"));
+            const int spatial = x ? *x - 2 : w ? *w - 2 : -1;
+            for (const auto& a : node.attribute()) {
+                const bool perAxis = a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations"
+                    || a.name() == "output_padding" || a.name() == "output_shape";
+                const bool pads = a.name() == "pads";
+                if (!perAxis && !pads)
+                    continue;
+                const int expected = pads ? 2 * spatial : spatial;
+                if (spatial >= 0 && a.ints_size() != expected)
+                    reject(cat("has ", a.ints_size(), " '", a.name(), "' values for ", spatial,
+                               " spatial dimensions (expected ", expected, ")"));
+                const std::int64_t least = pads || a.name() == "output_padding" ? 0 : 1;
+                for (const auto v : a.ints())
+                    if (v < least || v > static_cast<std::int64_t>(kMaxStaticElements))
+                        reject(cat("has '", a.name(), "' value ", v, " (expected ", least, " to ", kMaxStaticElements,
+                                   ")"));
             }
             ++index;
         }
