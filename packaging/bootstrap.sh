@@ -11,7 +11,8 @@ packages=(cmake ninja-build g++ pkg-config
           libcli11-dev nlohmann-json3-dev libboost-graph-dev libtbb-dev coinor-libcbc-dev libtomlplusplus-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
           xvfb xauth
-          dpkg-dev file desktop-file-utils appstream)
+          dpkg-dev file desktop-file-utils appstream
+          clang)
 
 install_packages() {
     local missing=()
@@ -48,6 +49,8 @@ test)
     ctest --preset ci -j"$jobs"
     # The .deb packages from the same tree, installed, run and removed (skipped without root or sudo).
     bash packaging/package_test.sh build/ci
+    # The libFuzzer targets (clang, ASan + UBSan) replay their seeds and every committed crash input.
+    bash tests/fuzz/ci_replay.sh build/fuzz-ci
     ;;
 *)
     echo "usage: bash packaging/bootstrap.sh run|test" >&2

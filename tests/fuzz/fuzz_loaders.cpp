@@ -7,6 +7,8 @@
 #include "shardscape/model/native_json.h"
 #include "shardscape/plan/config_import.h"
 #include "shardscape/plan/plan_file.h"
+#include "shardscape/profile/nccl_tests_import.h"
+#include "shardscape/profile/profile.h"
 #include "shardscape/search/planner_config.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/json_file.h"
@@ -89,6 +91,27 @@ void cluster(std::string_view bytes)
     (void)toJson(c).dump();
 }
 
+/** A measured profile (shardscape.profile/1). Its checksum stops most mutations early; the fields behind it are
+    reached from the seeds and from mutations the checksum covers loosely. */
+void profile(std::string_view bytes)
+{
+    profileFromJson(parseJson(bytes, "profile.json"), "profile.json");
+}
+
+/** An nccl-tests log as `profile import-nccl` reads it (JSON when it starts with '{', text otherwise), then the
+    profile rows made from each run. */
+void ncclTests(std::string_view bytes)
+{
+    std::vector<NcclTestsRun> runs;
+    const auto first = bytes.find_first_not_of(" \t\r\n");
+    if (first != std::string_view::npos && bytes[first] == '{')
+        runs.push_back(parseNcclTestsJson(parseJson(bytes, "nccl.json"), "nccl.json"));
+    else
+        runs = parseNcclTestsText(bytes, "all_reduce_perf.log");
+    for (const auto& run : runs)
+        collectiveRows(run, "nccl.log");
+}
+
 } // namespace
 
 const std::vector<Loader>& loaders()
@@ -105,6 +128,8 @@ const std::vector<Loader>& loaders()
         {"job_megatron", [](std::string_view bytes) { jobConfig(bytes, "pretrain.sh"); }},
         {"job_deepspeed", [](std::string_view bytes) { jobConfig(bytes, "ds_config.json"); }},
         {"cluster", cluster},
+        {"profile", profile},
+        {"nccl_tests", ncclTests},
     };
     return all;
 }

@@ -39,7 +39,6 @@ constexpr double kTimeSlack = -1e-9;
 /** Stages with more GPUs than this list them as {count, first, stride} when the ranks are evenly spaced. */
 constexpr std::size_t kMaxListedRanks = 64;
 
-const std::array<std::string_view, 4> kRankDims {"tp", "cp", "dp", "pp"};
 
 std::uint64_t fnv1a64(std::string_view data)
 {
