@@ -53,7 +53,13 @@ int main(int argc, char** argv)
         problem.cluster = model.cluster();
         problem.global_batch = c.global_batch;
         Silent silent;
-        const PlanResult result = plan(problem, PlannerConfig {}, silent);
+        // The planner searches with the same framework features the published job ran with.
+        PlannerConfig config;
+        config.tp_comm_overlap = c.config.tp_comm_overlap;
+        config.overlap_param_gather = c.config.overlap_param_gather;
+        config.fp8_linears = c.config.fp8_linears;
+        config.eager_kernels = c.config.eager_kernels;
+        const PlanResult result = plan(problem, config, silent);
         if (result.top.empty()) {
             std::printf("%-48s %6d  %-44s %12.0f %12s  planner found nothing\n", c.id.c_str(), c.gpus,
                         c.config.describe().c_str(), given.tokens_per_s, "-");
