@@ -182,8 +182,14 @@ std::optional<Columns> parseHeader(const std::vector<std::string>& t)
         c.wrong[g] = *wrong;
         from = *wrong + 1;
     }
+    // Rows are indexed by these columns, so each must lie inside a row that has fullTokens columns (or, for a trace
+    // replay's blank out-of-place group, fullTokens - groupWidth): a header with its names out of order or repeated
+    // (found by fuzz_nccl_tests) must not let a row be read past its end. count and type precede the groups.
+    if (c.count >= c.time[0] || c.type >= c.time[0])
+        return std::nullopt;
     c.groupWidth = c.time[1] - c.time[0];
-    c.fullTokens = c.wrong[1] + 1;
+    c.fullTokens
+        = 1 + std::max({c.wrong[0], c.wrong[1], c.algbw[0], c.algbw[1], c.busbw[0], c.busbw[1], c.time[0], c.time[1]});
     return c;
 }
 
