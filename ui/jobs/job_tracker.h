@@ -2,6 +2,7 @@
 #pragma once
 
 #include "shardscape/support/error.h"
+#include "shardscape/support/tsan_annotations.h"
 
 #include <QFuture>
 #include <QMetaObject>
@@ -63,8 +64,13 @@ public:
         m_stop = std::stop_source {};
         const quint64 generation = ++m_generation;
         m_running = true;
+        // Qt hands the work to the pool and the outcome back through futexes TSan cannot see (libQt6Core is not
+        // instrumented): state the orders QThreadPool and QFuture guarantee, GUI -> worker -> continuation.
+        const void* sync = &m_pool;
+        tsanRelease(sync);
         QFuture<JobOutcome<Result>> future
-            = QtConcurrent::run(&m_pool, [work = std::move(work), stop = m_stop.get_token()]() mutable {
+            = QtConcurrent::run(&m_pool, [work = std::move(work), stop = m_stop.get_token(), sync]() mutable {
+                  tsanAcquire(sync);
                   JobOutcome<Result> outcome;
                   try {
                       outcome.value.emplace(work(stop));
@@ -75,6 +81,9 @@ public:
                                           .arg(QString::fromStdString(e.what()));
                   }
                   outcome.cancelled = stop.stop_requested();
+                  // The continuation attached meanwhile may run right here, on this worker.
+                  tsanAcquire(sync);
+                  tsanRelease(sync);
                   return outcome;
               });
         auto deliver = [this, generation, done = std::move(done)](JobOutcome<Result> outcome) mutable {
@@ -84,7 +93,8 @@ public:
             done(std::move(outcome));
         };
         m_starting = true;
-        future.then(m_context, [this, deliver = std::move(deliver)](JobOutcome<Result> outcome) mutable {
+        future.then(m_context, [this, sync, deliver = std::move(deliver)](JobOutcome<Result> outcome) mutable {
+            tsanAcquire(sync);
             // A job that finished before .then() was attached continues right here, inside start(): post it, so
             // that every answer arrives after start() has returned (and after its "started" signal).
             if (m_starting)
@@ -96,8 +106,10 @@ public:
                     Qt::QueuedConnection);
             else
                 deliver(std::move(outcome));
+            tsanRelease(sync); // the worker may free this continuation
         });
         m_starting = false;
+        tsanRelease(sync); // the continuation just attached runs on the worker when the job is still running
         return generation;
     }
 
