@@ -410,8 +410,12 @@ cudaError_t launchLayerNorm(const void* x, const void* weight, const void* bias,
     return ok ? cudaGetLastError() : cudaErrorInvalidValue;
 }
 
-cudaError_t launchSoftmax(const void* x, void* y, std::int64_t rows, std::int64_t cols, DType dtype,
-                          cudaStream_t stream)
+namespace {
+
+/** Row softmax over `rows` rows of `cols`; Causal masks each row of a seq x seq score matrix at its diagonal. */
+template<bool Causal>
+cudaError_t launchRowSoftmax(const void* x, void* y, std::int64_t rows, std::int64_t cols, DType dtype,
+                             cudaStream_t stream)
 {
     if (const cudaError_t e = rowLaunchError(rows); e != cudaSuccess)
         return e;
@@ -419,32 +423,27 @@ cudaError_t launchSoftmax(const void* x, void* y, std::int64_t rows, std::int64_
         using T = decltype(tag);
         const auto grid = static_cast<unsigned>(rows);
         if (vectorizable<T>(cols, {x, y}))
-            softmaxKernel<T, true, false>
+            softmaxKernel<T, true, Causal>
                 <<<grid, kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), cols, cols);
         else
-            softmaxKernel<T, false, false>
+            softmaxKernel<T, false, Causal>
                 <<<grid, kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), cols, cols);
     });
     return ok ? cudaGetLastError() : cudaErrorInvalidValue;
 }
 
+} // namespace
+
+cudaError_t launchSoftmax(const void* x, void* y, std::int64_t rows, std::int64_t cols, DType dtype,
+                          cudaStream_t stream)
+{
+    return launchRowSoftmax<false>(x, y, rows, cols, dtype, stream);
+}
+
 cudaError_t launchCausalSoftmax(const void* x, void* y, std::int64_t matrices, std::int64_t seq, DType dtype,
                                 cudaStream_t stream)
 {
-    const std::int64_t rows = matrices * seq;
-    if (const cudaError_t e = rowLaunchError(rows); e != cudaSuccess)
-        return e;
-    const bool ok = dispatch(dtype, [&](auto tag) {
-        using T = decltype(tag);
-        const auto grid = static_cast<unsigned>(rows);
-        if (vectorizable<T>(seq, {x, y}))
-            softmaxKernel<T, true, true>
-                <<<grid, kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), seq, seq);
-        else
-            softmaxKernel<T, false, true>
-                <<<grid, kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), seq, seq);
-    });
-    return ok ? cudaGetLastError() : cudaErrorInvalidValue;
+    return launchRowSoftmax<true>(x, y, matrices * seq, seq, dtype, stream);
 }
 
 } // namespace shardscape::profiler

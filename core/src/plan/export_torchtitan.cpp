@@ -326,7 +326,11 @@ std::string exportTorchtitan(Context& context)
     tables.push_back({"job",
                       {text("description", cat("Shardscape plan for ", context.modelName(), ": ", c.describe())),
                        text("dump_folder", "./outputs")}});
-    tables.push_back(modelTable(context));
+    Table model = modelTable(context);
+    if (c.fp8_linears)
+        model.values.push_back({"converters", "[\"quantize.linear.float8\"]", std::string("quantize.linear.float8"),
+                                "torchao tensorwise Float8 linears (the output projection stays bf16)"});
+    tables.push_back(std::move(model));
     tables.push_back(trainingTable(context));
     tables.push_back(parallelismTable(context));
     tables.push_back(checkpointTable(context));
@@ -339,11 +343,10 @@ std::string exportTorchtitan(Context& context)
                      "without it: [compile] is left off as planned");
     }
     if (c.fp8_linears) {
-        tables[1].values.push_back({"converters", "[\"quantize.linear.float8\"]", std::string("quantize.linear.float8"),
-                                    "torchao tensorwise Float8 linears (the output projection stays bf16)"});
+        const bool fsdp = c.zero_stage == 3 && c.dp * c.cp > 1; // weights are all-gathered: gather them in FP8
         tables.push_back({"quantize.linear.float8",
-                          {boolean("enable_fsdp_float8_all_gather", c.zero_stage == 3 && c.dp * c.cp > 1),
-                           boolean("precompute_float8_dynamic_scale_for_fsdp", c.zero_stage == 3 && c.dp * c.cp > 1),
+                          {boolean("enable_fsdp_float8_all_gather", fsdp),
+                           boolean("precompute_float8_dynamic_scale_for_fsdp", fsdp),
                            {"filter_fqns", "[\"output\"]", std::nullopt, {}}}});
     }
     if (c.overlap_param_gather)
