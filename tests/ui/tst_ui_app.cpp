@@ -282,11 +282,13 @@ void TestUiApp::layersModelFeedsThePlanner()
 void TestUiApp::progressIsThrottledAndNamesThePhase()
 {
     QObject receiver;
+    GuiMailbox mailbox(&receiver);
+    mailbox.hold();
     QStringList phases;
     quint64 lastDone = 0;
     int received = 0;
     ForwardingProgress sink(
-        &receiver,
+        mailbox,
         [&](const QString& phase, quint64 done, quint64) {
             if (phases.isEmpty() || phases.last() != phase)
                 phases << phase;
@@ -309,6 +311,7 @@ void TestUiApp::progressIsThrottledAndNamesThePhase()
     QTRY_COMPARE(received, static_cast<int>(sink.postedCount()));
     QCOMPARE(phases, (QStringList {QStringLiteral("enumerating"), QStringLiteral("costing")}));
     QCOMPARE(lastDone, kTotal);
+    mailbox.release();
 }
 
 void TestUiApp::cancelStopsWithin100ms()

@@ -1,34 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "jobs/forwarding_progress.h"
 
-#include "shardscape/support/tsan_annotations.h"
-
-#include <QMetaObject>
-
 namespace shardscape::ui {
 
-namespace {
-
-/**
- * Posts `call` to the receiver's thread. The queued event crosses threads through Qt's futexes, which TSan cannot
- * see: release after building the call and after posting it, acquire where it runs.
- */
-template<typename Call> void post(QObject* receiver, Call call)
-{
-    static const char sync = 0;
-    auto ordered = [call = std::move(call)]() mutable {
-        tsanAcquire(&sync);
-        call();
-    };
-    tsanRelease(&sync);
-    QMetaObject::invokeMethod(receiver, std::move(ordered), Qt::QueuedConnection);
-    tsanRelease(&sync);
-}
-
-} // namespace
-
-ForwardingProgress::ForwardingProgress(QObject* receiver, ProgressHandler onProgress, LogHandler onLog)
-    : m_receiver(receiver)
+ForwardingProgress::ForwardingProgress(GuiMailbox& mailbox, ProgressHandler onProgress, LogHandler onLog)
+    : m_mailbox(mailbox)
     , m_onProgress(std::move(onProgress))
     , m_onLog(std::move(onLog))
 {
@@ -49,13 +25,13 @@ void ForwardingProgress::progress(const std::string& phase, std::uint64_t done, 
         m_lastPermille = permille;
         ++m_posted;
     }
-    post(m_receiver,
-         [handler = m_onProgress, text = QString::fromStdString(phase), done, total] { handler(text, done, total); });
+    m_mailbox.post(
+        [handler = m_onProgress, text = QString::fromStdString(phase), done, total] { handler(text, done, total); });
 }
 
 void ForwardingProgress::log(const std::string& line)
 {
-    post(m_receiver, [handler = m_onLog, text = QString::fromStdString(line)] { handler(text); });
+    m_mailbox.post([handler = m_onLog, text = QString::fromStdString(line)] { handler(text); });
 }
 
 std::uint64_t ForwardingProgress::postedCount() const

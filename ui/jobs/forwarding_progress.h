@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "jobs/gui_mailbox.h"
 #include "shardscape/support/progress.h"
 
-#include <QObject>
 #include <QString>
 
 #include <cstdint>
@@ -14,10 +14,10 @@
 namespace shardscape::ui {
 
 /**
- * A ProgressSink that search threads call and that hands progress and log lines to a receiver's (GUI) thread as
- * queued calls. Throttled: a phase's progress is sent when the phase changes, when it finishes or when it moved by
+ * A ProgressSink that search threads call and that hands progress and log lines to the GUI thread through a
+ * GuiMailbox. Throttled: a phase's progress is sent when the phase changes, when it finishes or when it moved by
  * at least 0.1% since the last one sent, so a million-candidate search posts at most about a thousand events.
- * Thread-safe. The receiver must outlive the job (JobTracker waits for its workers before its context dies).
+ * Thread-safe. The mailbox must outlive the job (JobTracker joins its workers before its mailbox goes).
  */
 class ForwardingProgress final : public ProgressSink
 {
@@ -25,7 +25,7 @@ public:
     using ProgressHandler = std::function<void(const QString& phase, quint64 done, quint64 total)>;
     using LogHandler = std::function<void(const QString& line)>;
 
-    ForwardingProgress(QObject* receiver, ProgressHandler onProgress, LogHandler onLog);
+    ForwardingProgress(GuiMailbox& mailbox, ProgressHandler onProgress, LogHandler onLog);
 
     void progress(const std::string& phase, std::uint64_t done, std::uint64_t total) override;
     void log(const std::string& line) override;
@@ -34,7 +34,7 @@ public:
     std::uint64_t postedCount() const;
 
 private:
-    QObject* m_receiver;
+    GuiMailbox& m_mailbox;
     ProgressHandler m_onProgress;
     LogHandler m_onLog;
     mutable std::mutex m_mutex;

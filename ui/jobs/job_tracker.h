@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "jobs/gui_mailbox.h"
 #include "shardscape/support/error.h"
-#include "shardscape/support/tsan_annotations.h"
 
-#include <QFuture>
-#include <QMetaObject>
 #include <QObject>
 #include <QString>
-#include <QThreadPool>
-#include <QtConcurrent/QtConcurrentRun>
 
+#include <atomic>
 #include <exception>
+#include <list>
+#include <memory>
 #include <optional>
 #include <stop_token>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -30,24 +30,26 @@ template<typename T> struct JobOutcome
 /**
  * Runs one kind of background work at a time, latest request wins (hotspot's JobTracker): every start() gets a new
  * generation and asks the previous job to stop; an outcome whose generation is no longer current is dropped on
- * arrival. Work runs on the tracker's own thread pool with QtConcurrent::run and continues with `.then(context, ...)`
- * so outcomes land on the context's (GUI) thread and die with it. Not copyable; lives as a member of its context.
+ * arrival. Each job runs on its own std::thread and hands its outcome to the context's (GUI) thread through a
+ * GuiMailbox, so it always arrives after start() has returned. Plain threads and a mutex, not QtConcurrent: every
+ * hand-off is one ThreadSanitizer can check. Not copyable; lives as a member of its context.
  */
 class JobTracker
 {
 public:
     explicit JobTracker(QObject* context)
-        : m_context(context)
+        : m_mailbox(context)
     {
-        // A cancelled job may still be winding down (< 100 ms) while its successor starts.
-        m_pool.setMaxThreadCount(4);
+        m_mailbox.setOnDrained([this] { reapFinished(); });
     }
     ~JobTracker()
     {
-        // Stop and wait for the workers: once they have returned, their continuations are queued events of the
-        // context, which Qt discards when the context is destroyed right after us.
+        // A cancelled job returns within 100 ms; what it posts dies with the mailbox, undelivered.
         discard();
-        m_pool.waitForDone();
+        for (Worker& worker : m_workers)
+            worker.stop.request_stop();
+        for (Worker& worker : m_workers)
+            worker.thread.join();
     }
     JobTracker(const JobTracker&) = delete;
     JobTracker& operator=(const JobTracker&) = delete;
@@ -60,66 +62,38 @@ public:
     template<typename Work, typename Done> quint64 start(Work work, Done done)
     {
         using Result = std::invoke_result_t<Work&, std::stop_token>;
-        m_stop.request_stop();
-        m_stop = std::stop_source {};
+        if (!m_workers.empty())
+            m_workers.back().stop.request_stop();
         const quint64 generation = ++m_generation;
         m_running = true;
-        // Qt hands the work to the pool and the outcome back through futexes TSan cannot see (libQt6Core is not
-        // instrumented): state the orders QThreadPool and QFuture guarantee, GUI -> worker -> continuation.
-        const void* sync = &m_pool;
-        tsanRelease(sync);
-        QFuture<JobOutcome<Result>> future
-            = QtConcurrent::run(&m_pool, [work = std::move(work), stop = m_stop.get_token(), sync]() mutable {
-                  tsanAcquire(sync);
-                  JobOutcome<Result> outcome;
-                  try {
-                      outcome.value.emplace(work(stop));
-                  } catch (const InputError& e) {
-                      outcome.error = QString::fromStdString(e.message());
-                  } catch (const std::exception& e) {
-                      outcome.error = QStringLiteral("internal error: %1 (please report it with the inputs)")
-                                          .arg(QString::fromStdString(e.what()));
-                  }
-                  outcome.cancelled = stop.stop_requested();
-                  // The continuation attached meanwhile may run right here, on this worker.
-                  tsanAcquire(sync);
-                  tsanRelease(sync);
-                  return outcome;
-              });
         auto deliver = [this, generation, done = std::move(done)](JobOutcome<Result> outcome) mutable {
             if (generation != m_generation)
                 return; // a newer request was made: this answer is stale
             m_running = false;
             done(std::move(outcome));
         };
-        m_starting = true;
-        future.then(m_context, [this, sync, deliver = std::move(deliver)](JobOutcome<Result> outcome) mutable {
-            tsanAcquire(sync);
-            // A job that finished before .then() was attached continues right here, inside start(): post it, so
-            // that every answer arrives after start() has returned (and after its "started" signal).
-            if (m_starting)
-                QMetaObject::invokeMethod(
-                    m_context,
-                    [deliver = std::move(deliver), outcome = std::move(outcome)]() mutable {
-                        deliver(std::move(outcome));
-                    },
-                    Qt::QueuedConnection);
-            else
-                deliver(std::move(outcome));
-            tsanRelease(sync); // the worker may free this continuation
+        Worker& worker = m_workers.emplace_back();
+        m_mailbox.hold();
+        worker.thread = std::thread([&mailbox = m_mailbox, work = std::move(work), deliver = std::move(deliver),
+                                     stop = worker.stop.get_token(), finished = worker.finished]() mutable {
+            auto outcome = std::make_shared<JobOutcome<Result>>(run(work, stop));
+            mailbox.post([deliver = std::move(deliver), outcome]() mutable { deliver(std::move(*outcome)); });
+            finished->store(true, std::memory_order_release);
         });
-        m_starting = false;
-        tsanRelease(sync); // the continuation just attached runs on the worker when the job is still running
         return generation;
     }
 
     /** Asks the running job to stop (it returns within 100 ms); its outcome still arrives, marked cancelled. */
-    void cancel() { m_stop.request_stop(); }
+    void cancel()
+    {
+        if (!m_workers.empty())
+            m_workers.back().stop.request_stop();
+    }
 
     /** Stops the running job and drops its outcome, whatever it is. */
     void discard()
     {
-        m_stop.request_stop();
+        cancel();
         ++m_generation;
         m_running = false;
     }
@@ -130,16 +104,53 @@ public:
     /** The latest request's generation: progress of older ones is stale too. */
     quint64 generation() const { return m_generation; }
 
-    /** Blocks until every worker has returned (tests and shutdown only). */
-    void waitForWorkers() { m_pool.waitForDone(); }
+    /** Where workers post progress for the GUI thread (ForwardingProgress); open while any worker runs. */
+    GuiMailbox& mailbox() { return m_mailbox; }
 
 private:
-    QObject* m_context;
-    QThreadPool m_pool;
-    std::stop_source m_stop;
+    struct Worker
+    {
+        std::thread thread;
+        std::stop_source stop;
+        std::shared_ptr<std::atomic<bool>> finished = std::make_shared<std::atomic<bool>>(false);
+    };
+
+    template<typename Work, typename Result = std::invoke_result_t<Work&, std::stop_token>>
+    static JobOutcome<Result> run(Work& work, const std::stop_token& stop)
+    {
+        JobOutcome<Result> outcome;
+        try {
+            outcome.value.emplace(work(stop));
+        } catch (const InputError& e) {
+            outcome.error = QString::fromStdString(e.message());
+        } catch (const std::exception& e) {
+            outcome.error = QStringLiteral("internal error: %1 (please report it with the inputs)")
+                                .arg(QString::fromStdString(e.what()));
+        } catch (...) {
+            outcome.error = QStringLiteral("internal error: an unknown exception (please report it with the inputs)");
+        }
+        outcome.cancelled = stop.stop_requested();
+        return outcome;
+    }
+
+    /** GUI thread, after each mailbox tick: joins the workers that have returned (their last post is queued). */
+    void reapFinished()
+    {
+        for (auto it = m_workers.begin(); it != m_workers.end();) {
+            if (!it->finished->load(std::memory_order_acquire)) {
+                ++it;
+                continue;
+            }
+            it->thread.join();
+            it = m_workers.erase(it);
+            m_mailbox.release();
+        }
+    }
+
+    GuiMailbox m_mailbox; ///< declared first: the workers are joined (destructor body) before it goes
+    std::list<Worker> m_workers;
     quint64 m_generation = 0;
     bool m_running = false;
-    bool m_starting = false; ///< inside start(), attaching the continuation
 };
 
 } // namespace shardscape::ui

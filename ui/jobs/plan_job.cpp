@@ -20,7 +20,7 @@ quint64 PlanJob::start(const PlanRequest& request)
     // The generation is known only after start(); the handlers compare against the one stored here.
     auto generation = std::make_shared<quint64>(0);
     auto sink = std::make_shared<ForwardingProgress>(
-        this,
+        m_tracker.mailbox(),
         [this, generation](const QString& phase, quint64 done, quint64 total) {
             if (*generation == m_tracker.generation())
                 emit progressChanged(phase, done, total);
