@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The script behind the README's two commands, for a fresh Debian 12 machine (as root, or with sudo):
 #   bash packaging/bootstrap.sh run    install packages, build, run the main job on the embedded default
-#   bash packaging/bootstrap.sh test   install packages, build everything, run every test, test the .deb packages
+#   bash packaging/bootstrap.sh test   install packages, build everything, run every test, test the .deb packages,
+#                                      the threaded tests under TSan, and fuzz every loader
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,7 +50,10 @@ test)
     ctest --preset ci -j"$jobs"
     # The .deb packages from the same tree, installed, run and removed (skipped without root or sudo).
     bash packaging/package_test.sh build/ci
-    # The libFuzzer targets (clang, ASan + UBSan) replay their seeds and every committed crash input.
+    # The threaded search and the GUI's background jobs under ThreadSanitizer.
+    bash tests/sanitizers/ci_tsan.sh
+    # The libFuzzer targets (clang, ASan + UBSan) replay their seeds and every committed crash input, then fuzz
+    # each loader for 30 s.
     bash tests/fuzz/ci_replay.sh build/fuzz-ci
     ;;
 *)

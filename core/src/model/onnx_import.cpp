@@ -932,7 +932,7 @@ public:
                 for (const auto& a : node.attribute())
                     checkAttributeLocations(a, m_origin, 1);
         checkControlFlow();
-        checkConvolutions();
+        checkShapeInferenceHazards();
         bindSymbolicDims();
         inferShapes();
         collectValues();
@@ -985,14 +985,18 @@ private:
     }
 
     /**
-     * ONNX 1.12's shape inference for convolutions and pooling (convPoolShapeInference) indexes its dilation, stride
-     * and pad vectors by the kernel's rank without checking it against the input's: a weight of another rank, or
-     * attributes of the wrong length, read past the vectors (found by fuzz_onnx: a segfault), and a zero stride
-     * divides by zero. Such a node is invalid ONNX, so it is refused here, before inference, naming the node. Ranks
-     * are those the file declares (graph inputs, value_info, initializers); ranks known only after inference cannot
-     * be checked before it.
+     * ONNX 1.12's shape inference trusts ranks and axes that it never checks, and crashes on a file that breaks them
+     * (each found by fuzz_onnx: a segfault inside libonnx). Such a node is invalid ONNX, so it is refused here, before
+     * inference, naming the node:
+     * - convolutions and pooling (convPoolShapeInference) index their dilation, stride and pad vectors by the
+     *   kernel's rank without checking it against the input's: a weight of another rank, or attributes of the wrong
+     *   length, read past the vectors, and a zero stride divides by zero;
+     * - LayerNormalization writes the dimension at `axis` of its Mean/InvStdDev outputs without checking that axis
+     *   against the input's rank (a rank-0 input, or an axis outside [-rank, rank - 1]).
+     * Ranks are those the file declares (graph inputs, value_info, initializers); ranks known only after inference
+     * cannot be checked before it (a remaining risk of ONNX 1.12, fixed upstream in later releases).
      */
-    void checkConvolutions() const
+    void checkShapeInferenceHazards() const
     {
         const auto& graph = m_model.graph();
         std::unordered_map<std::string_view, int> ranks;
@@ -1023,7 +1027,8 @@ private:
                 : op == "QLinearConv"                                                       ? 3
                                                                                             : -1;
             const bool pool = op == "AveragePool" || op == "MaxPool" || op == "LpPool";
-            if (!defaultDomain || (weight < 0 && !pool)) {
+            const bool layerNorm = op == "LayerNormalization";
+            if (!defaultDomain || (weight < 0 && !pool && !layerNorm)) {
                 ++index;
                 continue;
             }
@@ -1032,10 +1037,27 @@ private:
                 throw InputError(cat(m_origin, ": node '", name, "' (", op, ") ", why),
                                  "the model is not valid ONNX: re-export it (onnx.checker.check_model finds this)");
             };
+            if (layerNorm) {
+                if (const auto x = rankOf(node, 0)) {
+                    std::int64_t axis = -1;
+                    for (const auto& a : node.attribute())
+                        if (a.name() == "axis")
+                            axis = a.i();
+                    if (*x < 1)
+                        reject("has a rank-0 input; it normalizes over at least one axis");
+                    if (axis < -*x || axis >= *x)
+                        reject(
+                            cat("has axis ", axis, " for a rank-", *x, " input (expected ", -*x, " to ", *x - 1, ")"));
+                }
+                ++index;
+                continue;
+            }
             if (weight > 0 && (node.input_size() <= weight || node.input(weight).empty()))
                 reject(cat("has no weight input (input ", weight, ")"));
             const auto x = rankOf(node, 0);
-            const auto w = weight > 0 ? rankOf(node, weight) : std::nullopt;
+            std::optional<int> w;
+            if (weight > 0)
+                w = rankOf(node, weight);
             if (x && *x < 3)
                 reject(cat("has a rank-", *x, " input; it needs batch, channels and at least one spatial dimension"));
             if (x && w && *x != *w)
