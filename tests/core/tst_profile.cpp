@@ -754,15 +754,23 @@ private slots:
         QCOMPARE(forced.notes.size(), std::size_t {1});
         QVERIFY2(forced.notes[0].find("because you named it") != std::string::npos, forced.notes[0].c_str());
 
-        // re_profile: not used; the profiler command carries the directory and parallel_profile.
+        // re_profile: not used; the profiler command carries the directory (and only flags the profiler takes).
         ProfileRequest again;
         again.re_profile = true;
         ProfileChoice re = findProfile(h100, again);
         QVERIFY(!re.profile);
-        QCOMPARE(re.profiler_command, "shardscape-profile --out " + dir.string() + " --parallel");
+        QCOMPARE(re.profiler_command, "shardscape-profile --out " + dir.string());
         QVERIFY(re.notes[0].find("re_profile is set") != std::string::npos);
         again.parallel_profile = false;
         QCOMPARE(findProfile(h100, again).profiler_command, "shardscape-profile --out " + dir.string());
+
+        // use_profile off: the datasheet, with no profiler command, and the log says why.
+        ProfileRequest off;
+        off.use_profile = false;
+        ProfileChoice datasheetOnly = findProfile(h100, off);
+        QVERIFY(!datasheetOnly.profile);
+        QVERIFY(datasheetOnly.profiler_command.empty());
+        QCOMPARE(datasheetOnly.notes, std::vector<std::string> {"use_profile is off: costs come from the datasheet"});
 
         // Corrupt: reported with the reason and ignored.
         writeFile((dir / kProfileFileName).string(), "{\"format\": \"shardscape.profile/1\"");

@@ -43,14 +43,15 @@ bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
         && a.max_pipeline_bubble_ratio == b.max_pipeline_bubble_ratio
         && a.max_pipeline_unbalance_ratio == b.max_pipeline_unbalance_ratio && a.mesh_row == b.mesh_row
         && a.mesh_col == b.mesh_col && a.world_size == b.world_size && a.micro_batch_size == b.micro_batch_size
-        && a.update_freq == b.update_freq && a.profile_dir == b.profile_dir && a.parallel_profile == b.parallel_profile
-        && a.re_profile == b.re_profile && a.topk == b.topk && a.solver == b.solver && a.nproc == b.nproc
-        && a.load_plan_path == b.load_plan_path && a.save_plan_path == b.save_plan_path
-        && a.partition_constraints_path == b.partition_constraints_path && a.is_train == b.is_train
-        && a.verbose == b.verbose && a.ignore_small_tensor_threshold == b.ignore_small_tensor_threshold
-        && a.method == b.method && a.max_cp == b.max_cp && a.layer_num == b.layer_num
-        && a.tp_comm_overlap == b.tp_comm_overlap && a.overlap_param_gather == b.overlap_param_gather
-        && a.fp8_linears == b.fp8_linears && a.eager_kernels == b.eager_kernels;
+        && a.update_freq == b.update_freq && a.profile_dir == b.profile_dir && a.use_profile == b.use_profile
+        && a.parallel_profile == b.parallel_profile && a.re_profile == b.re_profile && a.topk == b.topk
+        && a.solver == b.solver && a.nproc == b.nproc && a.load_plan_path == b.load_plan_path
+        && a.save_plan_path == b.save_plan_path && a.partition_constraints_path == b.partition_constraints_path
+        && a.is_train == b.is_train && a.verbose == b.verbose
+        && a.ignore_small_tensor_threshold == b.ignore_small_tensor_threshold && a.method == b.method
+        && a.max_cp == b.max_cp && a.layer_num == b.layer_num && a.tp_comm_overlap == b.tp_comm_overlap
+        && a.overlap_param_gather == b.overlap_param_gather && a.fp8_linears == b.fp8_linears
+        && a.eager_kernels == b.eager_kernels;
 }
 
 /** Every field away from its default (and values that are not round in binary). */
@@ -78,6 +79,7 @@ PlannerConfig unusualConfig()
     c.micro_batch_size = 2;
     c.update_freq = 16;
     c.profile_dir = "/tmp/profiles";
+    c.use_profile = false;
     c.parallel_profile = false;
     c.re_profile = true;
     c.topk = 7;
@@ -137,8 +139,8 @@ private Q_SLOTS:
             allKeys.push_back(item.key());
         std::sort(fileKeys.begin(), fileKeys.end());
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
-        // 32 AutoDist keys + method, max_cp, layer_num and the four framework features
-        QCOMPARE(allKeys.size(), std::size_t {39});
+        // 32 AutoDist keys + method, max_cp, layer_num, the four framework features and use_profile
+        QCOMPARE(allKeys.size(), std::size_t {40});
     }
 
     void roundTrip()

@@ -168,11 +168,13 @@ private slots:
         PlanRequest request;
         panel.applyTo(request);
         QCOMPARE(QString::fromStdString(request.config.profile_dir), dir.path());
+        QVERIFY(request.config.use_profile);
         QVERIFY(!request.config.re_profile);
         panel.useProfileBox()->setChecked(false);
         QCOMPARE(changed.count(), 2);
         panel.applyTo(request);
-        QVERIFY(request.config.re_profile);
+        QVERIFY(!request.config.use_profile);
+        QVERIFY(!request.config.re_profile);
         QVERIFY(!panel.usesProfile());
     }
 

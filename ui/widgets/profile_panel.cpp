@@ -108,7 +108,7 @@ void ProfilePanel::createWidgets()
     m_choose->setMenu(chooseMenu);
 
     m_useProfile = new QCheckBox(tr("Use measured profile"));
-    m_useProfile->setToolTip(tr("Off: the planner costs everything from the datasheet (planner config re_profile)"));
+    m_useProfile->setToolTip(tr("Off: the planner costs everything from the datasheet (planner config use_profile)"));
     connect(m_useProfile, &QCheckBox::toggled, this, [this](bool on) {
         if (!m_useProfile->isEnabled())
             return;
@@ -203,8 +203,7 @@ void ProfilePanel::setCluster(const QString& spec, int nodes, int gpusPerNode)
 void ProfilePanel::applyTo(PlanRequest& request) const
 {
     request.config.profile_dir = QDir::toNativeSeparators(m_explicitDir).toStdString();
-    // AutoDist's re_profile ("do not use the existing profile") is the planner's only way to ignore one.
-    request.config.re_profile = m_userDisabled && m_choice.profile != nullptr;
+    request.config.use_profile = !m_userDisabled;
 }
 
 bool ProfilePanel::usesProfile() const

@@ -40,7 +40,7 @@ public:
 
     /** The cluster whose device the profile is for (a preset or cluster file; errors show in the state line). */
     void setCluster(const QString& spec, int nodes, int gpusPerNode);
-    /** Writes config.profile_dir (the chosen directory) and config.re_profile (the profile is turned off). */
+    /** Writes config.profile_dir (the chosen directory) and config.use_profile (off when the user turned it off). */
     void applyTo(PlanRequest& request) const;
     /** The cost source the last plan used (its result's cost_source), shown as what the planner uses. */
     void setPlannedCostSource(const QString& name);

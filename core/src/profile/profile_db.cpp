@@ -78,13 +78,11 @@ bool profileMatchesDevice(std::string_view deviceName, const DeviceSpec& device)
     return slug == deviceSlug(device.name) || (!device.display_name.empty() && slug == deviceSlug(device.display_name));
 }
 
-std::string profilerCommand(const std::filesystem::path& dir, bool parallel)
+std::string profilerCommand(const std::filesystem::path& dir)
 {
     std::string command = "shardscape-profile";
     if (!dir.empty())
         command += " --out " + quoted(dir);
-    if (parallel)
-        command += " --parallel";
     return command;
 }
 
@@ -106,6 +104,10 @@ ProfileChoice findProfile(const DeviceSpec& device, const ProfileRequest& reques
 {
     ProfileChoice choice;
     choice.explicit_request = !request.profile_file.empty() || !request.profile_dir.empty();
+    if (!request.use_profile) {
+        choice.notes.emplace_back("use_profile is off: costs come from the datasheet");
+        return choice;
+    }
     std::filesystem::path dir;
     if (!request.profile_file.empty()) {
         choice.file = request.profile_file;
@@ -128,7 +130,7 @@ ProfileChoice findProfile(const DeviceSpec& device, const ProfileRequest& reques
                                            profileCacheRoot().string(), " (it has ", join(others),
                                            "); costs come from the datasheet"));
             if (request.re_profile) {
-                choice.profiler_command = profilerCommand({}, request.parallel_profile);
+                choice.profiler_command = profilerCommand({});
                 choice.notes.push_back(cat("re_profile is set: measure the device with: ", choice.profiler_command));
             }
             return choice;
@@ -143,7 +145,7 @@ ProfileChoice findProfile(const DeviceSpec& device, const ProfileRequest& reques
         dir = matching.front();
         choice.file = dir / kProfileFileName;
     }
-    const std::string command = profilerCommand(dir, request.parallel_profile);
+    const std::string command = profilerCommand(dir);
     const ProfileStatus status = inspectProfile(choice.file);
     choice.state = status.state;
     if (request.re_profile) {

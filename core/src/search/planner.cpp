@@ -454,6 +454,7 @@ ProfileRequest profileRequestOf(const PlannerConfig& config)
 {
     ProfileRequest request;
     request.profile_dir = config.profile_dir;
+    request.use_profile = config.use_profile;
     request.re_profile = config.re_profile;
     request.parallel_profile = config.parallel_profile;
     return request;

@@ -284,6 +284,7 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
     c.micro_batch_size = integer("micro_batch_size", 0, kMaxMicroBatch, c.micro_batch_size);
     c.update_freq = integer("update_freq", 0, kMaxUpdateFreq, c.update_freq);
     c.profile_dir = f.optString("profile_dir").value_or(c.profile_dir);
+    c.use_profile = f.boolean("use_profile", c.use_profile);
     c.parallel_profile = f.boolean("parallel_profile", c.parallel_profile);
     c.re_profile = f.boolean("re_profile", c.re_profile);
     c.topk = integer("topk", 1, kMaxTopk, c.topk);
@@ -346,6 +347,7 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"micro_batch_size", c.micro_batch_size},
                  {"update_freq", c.update_freq},
                  {"profile_dir", c.profile_dir},
+                 {"use_profile", c.use_profile},
                  {"parallel_profile", c.parallel_profile},
                  {"re_profile", c.re_profile},
                  {"topk", c.topk},

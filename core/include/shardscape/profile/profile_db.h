@@ -33,16 +33,22 @@ std::optional<std::string> presetForDeviceName(std::string_view deviceName);
     display name (custom devices in cluster files). */
 bool profileMatchesDevice(std::string_view deviceName, const DeviceSpec& device);
 
-/** What the planner or the CLI asks for (PlannerConfig's profile_dir, re_profile, parallel_profile). */
+/** What the planner or the CLI asks for (PlannerConfig's profile_dir, use_profile, re_profile, parallel_profile). */
 struct ProfileRequest
 {
     /** A directory holding profile.json; empty = look under profileCacheRoot() for the cluster's device. */
     std::string profile_dir;
     /** A profile file named directly (CLI --profile); wins over profile_dir. */
     std::string profile_file;
+    /** False: cost everything from the datasheet, whatever profile exists (the GUI's "Use measured profile"). */
+    bool use_profile = true;
     /** Do not use an existing profile: the caller must run the profiler again (AutoDist's re_profile). */
     bool re_profile = false;
-    /** Passed to the profiler: measure on every local GPU at once (AutoDist's parallel_profile). */
+    /**
+     * AutoDist's parallel_profile (spread the single-GPU measurements over a node's GPUs). Accepted for AutoDist
+     * configs; shardscape-profile measures the one GPU it is given, which stands for every GPU of its kind, so the
+     * command it leads to is the same either way.
+     */
     bool parallel_profile = true;
 };
 
@@ -66,12 +72,13 @@ struct ProfileChoice
 /**
  * Finds the profile for `device`. A corrupt or other-version profile is reported in `notes` and not used; so is one
  * measured on another device, unless the user named it (then it is used and the note says so). With re_profile an
- * existing profile is not used and `profiler_command` says how to measure again. Never throws for file contents.
+ * existing profile is not used and `profiler_command` says how to measure again; with use_profile false none is
+ * looked for. Never throws for file contents.
  */
 ProfileChoice findProfile(const DeviceSpec& device, const ProfileRequest& request);
 
-/** "shardscape-profile [--out DIR] [--parallel]": how to (re-)measure (FORMAT.md, "Running the profiler"). */
-std::string profilerCommand(const std::filesystem::path& dir, bool parallel);
+/** "shardscape-profile [--out DIR]": how to (re-)measure (FORMAT.md, "Running the profiler"). */
+std::string profilerCommand(const std::filesystem::path& dir);
 
 /** Every profile directory under profileCacheRoot() that has a profile.json, sorted. */
 std::vector<std::filesystem::path> cachedProfileDirs();

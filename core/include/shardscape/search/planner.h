@@ -78,7 +78,7 @@ std::shared_ptr<const ModelGraph> withShardingRoles(std::shared_ptr<const ModelG
                                                     const CostParams& params, const PlannerConfig& config,
                                                     std::string* note = nullptr);
 
-/** The profile options of a planner config (profile_dir, re_profile, parallel_profile). */
+/** The profile options of a planner config (profile_dir, use_profile, re_profile, parallel_profile). */
 ProfileRequest profileRequestOf(const PlannerConfig& config);
 
 /**

@@ -53,7 +53,8 @@ struct PlannerConfig
     int micro_batch_size = 0; ///< 0 = search
     int update_freq = 0; ///< micro-batches per step; 0 = global batch / (dp x micro-batch)
     std::string profile_dir; ///< measured profiles (empty = ~/.cache/shardscape/<device>)
-    bool parallel_profile = true;
+    bool use_profile = true; ///< false: datasheet costs only (not an AutoDist key)
+    bool parallel_profile = true; ///< AutoDist's; the profiler measures one GPU for all of its kind
     bool re_profile = false;
     int topk = 20;
     std::string solver = "dp"; ///< intra-op sharding solver: "dp" or "ilp"
