@@ -311,6 +311,27 @@ private slots:
 #endif
     }
 
+    void matMulShapesWhereInferenceStops()
+    {
+#ifdef SHARDSCAPE_HAVE_ONNX
+        // ONNX cannot infer past the custom op, so the importer estimates every MatMul output itself: numpy.matmul's
+        // rules (a 1-D operand gains a dimension that the result drops, batch dimensions broadcast). The file is
+        // tests/data/onnx/matmul_shapes.txt encoded with protoc (the command is at its top).
+        const OnnxImport imported = loadOnnxModelDetailed(kData / "matmul_shapes.onnx", options());
+        const ModelGraph& g = imported.graph;
+        const auto shapeOf = [&](const std::string& name) {
+            const auto id = g.findTensor(name);
+            return id ? g.tensor(*id).shape : std::vector<std::int64_t> {-1};
+        };
+        using Shape = std::vector<std::int64_t>;
+        QCOMPARE(shapeOf("y"), (Shape {2, 3, 4})); // the opaque op keeps its input's shape
+        QCOMPARE(shapeOf("y_v"), (Shape {2, 3})); // (2,3,4) @ (4)
+        QCOMPARE(shapeOf("v_y"), (Shape {2, 4})); // (3) @ (2,3,4)
+        QCOMPARE(shapeOf("y_w"), (Shape {5, 2, 3, 6})); // (2,3,4) @ (5,1,4,6): batch (2) and (5,1) broadcast
+        QVERIFY(imported.report.estimated_shapes >= 4);
+#endif
+    }
+
     void rejectsUnsafeExternalData_data()
     {
         QTest::addColumn<QString>("file");
@@ -385,7 +406,8 @@ private slots:
 #ifdef SHARDSCAPE_HAVE_ONNX
         std::string bytes = readBytes(kData / "llama_tiny_generic.onnx");
         const std::string from = "input_ids";
-        const std::string to = "input_\xff" "ds"; // same length: the protobuf stays well-formed
+        const std::string to = "input_\xff"
+                               "ds"; // same length: the protobuf stays well-formed
         std::size_t replaced = 0;
         for (auto at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at)) {
             bytes.replace(at, from.size(), to);

@@ -2119,6 +2119,28 @@ private:
         }
     }
 
+    /**
+     * numpy.matmul's result shape: a 1-D operand gains a dimension (a leading 1 for the left, a trailing 1 for the
+     * right) that is dropped again from the result; the batch dimensions broadcast. Both operands have rank >= 1.
+     */
+    static Shape matMulShape(const Shape& a, const Shape& b)
+    {
+        const Shape left = a.size() == 1 ? Shape {1, a[0]} : a;
+        const Shape right = b.size() == 1 ? Shape {b[0], 1} : b;
+        const std::size_t batch = std::max(left.size(), right.size()) - 2;
+        Shape out(batch, 1);
+        for (const Shape* operand : {&left, &right})
+            for (std::size_t k = 0; k + 2 < operand->size(); ++k) {
+                auto& d = out[batch - (operand->size() - 2) + k];
+                d = std::max(d, (*operand)[k]);
+            }
+        if (a.size() > 1)
+            out.push_back(left[left.size() - 2]);
+        if (b.size() > 1)
+            out.push_back(right.back());
+        return out;
+    }
+
     /** Fills an output's shape from its inputs when inference did not (elementwise broadcast, matmul, ...). */
     void estimateOutputShape(int n, int out)
     {
@@ -2138,20 +2160,21 @@ private:
                 }
         std::optional<Shape> shape;
         const Category c = nd.info.category;
-        const bool operandsKnown = nd.inputs.size() >= 2 && nd.inputs[0] >= 0 && nd.inputs[1] >= 0
-            && value(nd.inputs[0]).shapeKnown && value(nd.inputs[1]).shapeKnown;
-        if (c == Category::MatMul && operandsKnown && !ins[0]->empty() && !ins[1]->empty()) {
-            Shape s = ins[0]->size() >= ins[1]->size() ? *ins[0] : *ins[1];
-            if (ins[0]->size() >= 2)
-                s[s.size() - 2] = (*ins[0])[ins[0]->size() - 2];
-            s.back() = ins[1]->back();
-            if (ins[0]->size() == 1)
-                s.erase(s.end() - 2);
-            shape = s;
-        } else if (c == Category::Gemm && operandsKnown && ins[0]->size() == 2 && ins[1]->size() == 2) {
+        // The two operands themselves (ins skips unknown inputs, so its first two need not be inputs 0 and 1).
+        const auto operand = [&](std::size_t k) -> const Shape* {
+            if (nd.inputs.size() <= k || nd.inputs[k] < 0)
+                return nullptr;
+            const Value& in = value(nd.inputs[k]);
+            return in.shapeKnown && in.kind != ValueKind::Undefined ? &in.shape : nullptr;
+        };
+        const Shape* a = operand(0);
+        const Shape* b = operand(1);
+        if (c == Category::MatMul && a && b && !a->empty() && !b->empty()) {
+            shape = matMulShape(*a, *b);
+        } else if (c == Category::Gemm && a && b && a->size() == 2 && b->size() == 2) {
             const bool ta = intAttr(*nd.proto, "transA", 0) != 0;
             const bool tb = intAttr(*nd.proto, "transB", 0) != 0;
-            shape = Shape {ta ? (*ins[0])[1] : (*ins[0])[0], tb ? (*ins[1])[0] : (*ins[1])[1]};
+            shape = Shape {ta ? (*a)[1] : (*a)[0], tb ? (*b)[0] : (*b)[1]};
         } else if (c == Category::Attention && !ins.empty()) {
             Shape s = *ins[0];
             if (nd.proto->op_type() == "Attention" && nd.proto->domain() == "com.microsoft" && ins.size() >= 2
