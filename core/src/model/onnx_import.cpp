@@ -25,6 +25,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <span>
@@ -558,7 +559,8 @@ std::optional<StaticTensor> binaryStatic(const std::string& op, const StaticTens
 {
     const bool aScalar = a.data.size() == 1;
     const bool bScalar = b.data.size() == 1;
-    if (!aScalar && !bScalar && a.data.size() != b.data.size())
+    // An empty operand (a zero-sized dimension) is not folded: against a scalar it would be read at [0].
+    if (a.data.empty() || b.data.empty() || (!aScalar && !bScalar && a.data.size() != b.data.size()))
         return std::nullopt;
     StaticTensor out;
     out.type = a.type;
@@ -582,8 +584,8 @@ std::optional<StaticTensor> binaryStatic(const std::string& op, const StaticTens
         else if (op == "Mul")
             overflow = __builtin_mul_overflow(x, y, &r);
         else if (op == "Div" || op == "Mod") {
-            if (y == 0)
-                return std::nullopt;
+            if (y == 0 || (y == -1 && x == std::numeric_limits<std::int64_t>::min()))
+                return std::nullopt; // division by zero, or a quotient that does not fit
             r = op == "Div" ? x / y : x % y;
         } else if (op == "Max")
             r = std::max(x, y);
