@@ -467,6 +467,31 @@ void checkGraphLocations(const onnx::GraphProto& graph, const std::string& origi
 // --- static shape arithmetic -------------------------------------------------------------------------------
 
 constexpr std::size_t kMaxStaticElements = 65536; // position ranges up to 64k tokens; shapes are a few elements
+/** Tensors of more dimensions are refused: ONNX inference materialises one proto per dimension of every value. */
+constexpr std::size_t kMaxRank = 64;
+
+/**
+ * The input of `node` that holds one value per dimension of its output (Reshape's and Expand's shape, Unsqueeze's
+ * axes, ConstantOfShape's input), or -1.
+ */
+int shapeOperandIndex(const onnx::NodeProto& node)
+{
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+        return -1;
+    const std::string& op = node.op_type();
+    if (op == "Reshape" || op == "Expand" || op == "Unsqueeze")
+        return 1;
+    return op == "ConstantOfShape" ? 0 : -1;
+}
+
+/** "has a shape operand of N values: a result of at least N dimensions, over the limit of 64". */
+std::string tooManyDimensions(double values)
+{
+    return cat("has a shape operand of ", values,
+               " values: a result of at least that many dimensions, over the limit "
+               "of ",
+               kMaxRank);
+}
 
 /** A small integer (or boolean) tensor known at import time: shapes, indices, masks' inputs. */
 struct StaticTensor
@@ -521,6 +546,22 @@ std::optional<StaticTensor> readStaticTensor(const onnx::TensorProto& t)
     if (s.data.size() != n)
         return std::nullopt;
     return s;
+}
+
+/**
+ * Why the values of a shape operand (shapeOperandIndex) cannot be handed to ONNX shape inference, or empty: over
+ * kMaxRank values, or a dimension outside [-1, 2^40] (ONNX 1.12 takes a Reshape to [8e18] at its word and later
+ * makes one proto per element of the result: found by fuzz_onnx as a 2 GB+ out-of-memory).
+ */
+std::string shapeOperandProblem(const StaticTensor& s)
+{
+    constexpr std::int64_t kMaxDim = std::int64_t {1} << 40;
+    if (s.data.size() > kMaxRank)
+        return tooManyDimensions(static_cast<double>(s.data.size()));
+    for (const auto d : s.data)
+        if (d < -1 || d > kMaxDim)
+            return cat("has a shape operand with the dimension ", d, " (expected -1 to 2^40)");
+    return {};
 }
 
 void writeStaticTensor(const StaticTensor& s, onnx::TensorProto& t)
@@ -1002,9 +1043,16 @@ private:
     {
         const auto& graph = m_model.graph();
         std::unordered_map<std::string_view, int> ranks;
+        // How many values each constant holds or each declared 1-D value has: a shape operand's ONNX inference
+        // makes one dimension per value, and without the values (rank inference) one per declared element.
+        std::unordered_map<std::string_view, double> shapeOperandSizes;
         const auto declare = [&](const onnx::ValueInfoProto& vi) {
-            if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
-                ranks[vi.name()] = vi.type().tensor_type().shape().dim_size();
+            if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape()) {
+                const auto& shape = vi.type().tensor_type().shape();
+                ranks[vi.name()] = shape.dim_size();
+                if (shape.dim_size() == 1 && shape.dim(0).has_dim_value())
+                    shapeOperandSizes[vi.name()] = static_cast<double>(shape.dim(0).dim_value());
+            }
         };
         for (const auto& vi : graph.input())
             declare(vi);
@@ -1012,8 +1060,30 @@ private:
             declare(vi);
         for (const auto& vi : graph.output())
             declare(vi);
-        for (const auto& init : graph.initializer())
+        std::unordered_map<std::string_view, StaticTensor> constantValues;
+        for (const auto& init : graph.initializer()) {
+            if (auto v = readStaticTensor(init))
+                constantValues.emplace(init.name(), std::move(*v));
             ranks[init.name()] = init.dims_size();
+            double count = 1;
+            for (const auto d : init.dims())
+                count *= static_cast<double>(d);
+            shapeOperandSizes[init.name()] = count;
+        }
+        for (const auto& node : graph.node())
+            if (node.op_type() == "Constant" && node.output_size() == 1)
+                for (const auto& a : node.attribute()) {
+                    double count = a.ints_size();
+                    if (a.has_t())
+                        if (auto v = readStaticTensor(a.t()))
+                            constantValues.emplace(node.output(0), std::move(*v));
+                    if (a.has_t()) {
+                        count = 1;
+                        for (const auto d : a.t().dims())
+                            count *= static_cast<double>(d);
+                    }
+                    shapeOperandSizes[node.output(0)] = count;
+                }
         const auto rankOf = [&](const onnx::NodeProto& node, int input) -> std::optional<int> {
             if (input >= node.input_size() || node.input(input).empty())
                 return std::nullopt;
@@ -1025,6 +1095,20 @@ private:
         for (const auto& node : graph.node()) {
             const std::string& op = node.op_type();
             const bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+            if (const int shapeInput = shapeOperandIndex(node); shapeInput >= 0 && shapeInput < node.input_size()) {
+                const auto refuse = [&](const std::string& why) {
+                    throw InputError(cat(m_origin, ": node '",
+                                         escapeInvalidUtf8(!node.name().empty() ? node.name() : cat("#", index)), "' (",
+                                         op, ") ", why),
+                                     "the model is not one a framework exports: re-export it");
+                };
+                if (const auto it = shapeOperandSizes.find(node.input(shapeInput));
+                    it != shapeOperandSizes.end() && it->second > static_cast<double>(kMaxRank))
+                    refuse(tooManyDimensions(it->second));
+                if (const auto it = constantValues.find(node.input(shapeInput)); it != constantValues.end())
+                    if (const std::string why = shapeOperandProblem(it->second); !why.empty())
+                        refuse(why);
+            }
             const int weight = op == "Conv" || op == "ConvInteger" || op == "ConvTranspose" ? 1
                 : op == "QLinearConv"                                                       ? 3
                                                                                             : -1;
@@ -1313,6 +1397,11 @@ private:
                 const auto it = values.find(name);
                 if (name.empty() || it == values.end() || constants.count(name) || !isIntegerType(it->second.type))
                     continue;
+                if (i == shapeOperandIndex(node))
+                    if (const std::string why = shapeOperandProblem(it->second); !why.empty())
+                        throw InputError(
+                            cat(m_origin, ": node '", escapeInvalidUtf8(node.name()), "' (", node.op_type(), ") ", why),
+                            "the model is not one a framework exports: re-export it");
                 onnx::TensorProto t;
                 t.set_name(cat("shardscape::static_", m_staticCount++));
                 t.set_data_type(it->second.type);
