@@ -1035,7 +1035,10 @@ private:
      *   kernel's rank without checking it against the input's: a weight of another rank, or attributes of the wrong
      *   length, read past the vectors, and a zero stride divides by zero;
      * - LayerNormalization writes the dimension at `axis` of its Mean/InvStdDev outputs without checking that axis
-     *   against the input's rank (a rank-0 input, or an axis outside [-rank, rank - 1]).
+     *   against the input's rank (a rank-0 input, or an axis outside [-rank, rank - 1]);
+     * - a shape operand (shapeOperandIndex) becomes one proto per value, or per declared element when the values are
+     *   unknown: over kMaxRank of them, or a dimension past 2^40 that later feeds another shape operand, exhausts
+     *   memory (out-of-memory, not a segfault; see shapeOperandProblem).
      * Ranks are those the file declares (graph inputs, value_info, initializers); ranks known only after inference
      * cannot be checked before it (a remaining risk of ONNX 1.12, fixed upstream in later releases).
      */
