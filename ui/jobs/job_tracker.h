@@ -45,7 +45,6 @@ public:
     ~JobTracker()
     {
         // A cancelled job returns within 100 ms; what it posts dies with the mailbox, undelivered.
-        discard();
         for (Worker& worker : m_workers)
             worker.stop.request_stop();
         for (Worker& worker : m_workers)
@@ -62,8 +61,7 @@ public:
     template<typename Work, typename Done> quint64 start(Work work, Done done)
     {
         using Result = std::invoke_result_t<Work&, std::stop_token>;
-        if (!m_workers.empty())
-            m_workers.back().stop.request_stop();
+        cancel();
         const quint64 generation = ++m_generation;
         m_running = true;
         auto deliver = [this, generation, done = std::move(done)](JobOutcome<Result> outcome) mutable {
@@ -75,10 +73,10 @@ public:
         Worker& worker = m_workers.emplace_back();
         m_mailbox.hold();
         worker.thread = std::thread([&mailbox = m_mailbox, work = std::move(work), deliver = std::move(deliver),
-                                     stop = worker.stop.get_token(), finished = worker.finished]() mutable {
+                                     stop = worker.stop.get_token(), &finished = worker.finished]() mutable {
             auto outcome = std::make_shared<JobOutcome<Result>>(run(work, stop));
             mailbox.post([deliver = std::move(deliver), outcome]() mutable { deliver(std::move(*outcome)); });
-            finished->store(true, std::memory_order_release);
+            finished.store(true, std::memory_order_release);
         });
         return generation;
     }
@@ -112,7 +110,7 @@ private:
     {
         std::thread thread;
         std::stop_source stop;
-        std::shared_ptr<std::atomic<bool>> finished = std::make_shared<std::atomic<bool>>(false);
+        std::atomic<bool> finished {false}; ///< set by the thread as it returns; the Worker outlives it (joined first)
     };
 
     template<typename Work, typename Result = std::invoke_result_t<Work&, std::stop_token>>
@@ -137,7 +135,7 @@ private:
     void reapFinished()
     {
         for (auto it = m_workers.begin(); it != m_workers.end();) {
-            if (!it->finished->load(std::memory_order_acquire)) {
+            if (!it->finished.load(std::memory_order_acquire)) {
                 ++it;
                 continue;
             }

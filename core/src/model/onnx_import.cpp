@@ -488,9 +488,30 @@ int shapeOperandIndex(const onnx::NodeProto& node)
 std::string tooManyDimensions(double values)
 {
     return cat("has a shape operand of ", values,
-               " values: a result of at least that many dimensions, over the limit "
-               "of ",
-               kMaxRank);
+               " values: a result of at least that many dimensions, over the limit of ", kMaxRank);
+}
+
+/** How many elements a tensor's dims describe (a double: a hostile file's product overflows int64). */
+double elementCount(const onnx::TensorProto& t)
+{
+    double count = 1;
+    for (const auto d : t.dims())
+        count *= static_cast<double>(d);
+    return count;
+}
+
+/** The way out offered when a shape operand is refused. */
+constexpr const char* kShapeOperandHint = "the model is not one a framework exports: re-export it";
+
+/** Calls `f` with every value the graph declares a type for: its inputs, value_info and outputs. */
+template<typename F> void forEachDeclaredValue(const onnx::GraphProto& graph, F&& f)
+{
+    for (const auto& vi : graph.input())
+        f(vi);
+    for (const auto& vi : graph.value_info())
+        f(vi);
+    for (const auto& vi : graph.output())
+        f(vi);
 }
 
 /** A small integer (or boolean) tensor known at import time: shapes, indices, masks' inputs. */
@@ -1049,43 +1070,31 @@ private:
         // How many values each constant holds or each declared 1-D value has: a shape operand's ONNX inference
         // makes one dimension per value, and without the values (rank inference) one per declared element.
         std::unordered_map<std::string_view, double> shapeOperandSizes;
-        const auto declare = [&](const onnx::ValueInfoProto& vi) {
+        forEachDeclaredValue(graph, [&](const onnx::ValueInfoProto& vi) {
             if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape()) {
                 const auto& shape = vi.type().tensor_type().shape();
                 ranks[vi.name()] = shape.dim_size();
                 if (shape.dim_size() == 1 && shape.dim(0).has_dim_value())
                     shapeOperandSizes[vi.name()] = static_cast<double>(shape.dim(0).dim_value());
             }
-        };
-        for (const auto& vi : graph.input())
-            declare(vi);
-        for (const auto& vi : graph.value_info())
-            declare(vi);
-        for (const auto& vi : graph.output())
-            declare(vi);
+        });
         std::unordered_map<std::string_view, StaticTensor> constantValues;
+        const auto constant = [&](std::string_view name, const onnx::TensorProto& t) {
+            if (auto v = readStaticTensor(t))
+                constantValues.emplace(name, std::move(*v));
+            shapeOperandSizes[name] = elementCount(t);
+        };
         for (const auto& init : graph.initializer()) {
-            if (auto v = readStaticTensor(init))
-                constantValues.emplace(init.name(), std::move(*v));
             ranks[init.name()] = init.dims_size();
-            double count = 1;
-            for (const auto d : init.dims())
-                count *= static_cast<double>(d);
-            shapeOperandSizes[init.name()] = count;
+            constant(init.name(), init);
         }
         for (const auto& node : graph.node())
             if (node.op_type() == "Constant" && node.output_size() == 1)
                 for (const auto& a : node.attribute()) {
-                    double count = a.ints_size();
                     if (a.has_t())
-                        if (auto v = readStaticTensor(a.t()))
-                            constantValues.emplace(node.output(0), std::move(*v));
-                    if (a.has_t()) {
-                        count = 1;
-                        for (const auto d : a.t().dims())
-                            count *= static_cast<double>(d);
-                    }
-                    shapeOperandSizes[node.output(0)] = count;
+                        constant(node.output(0), a.t());
+                    else
+                        shapeOperandSizes[node.output(0)] = a.ints_size();
                 }
         const auto rankOf = [&](const onnx::NodeProto& node, int input) -> std::optional<int> {
             if (input >= node.input_size() || node.input(input).empty())
@@ -1099,18 +1108,18 @@ private:
             const std::string& op = node.op_type();
             const bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
             if (const int shapeInput = shapeOperandIndex(node); shapeInput >= 0 && shapeInput < node.input_size()) {
-                const auto refuse = [&](const std::string& why) {
+                const std::string& operand = node.input(shapeInput);
+                std::string why;
+                if (const auto it = shapeOperandSizes.find(operand);
+                    it != shapeOperandSizes.end() && it->second > static_cast<double>(kMaxRank))
+                    why = tooManyDimensions(it->second);
+                else if (const auto value = constantValues.find(operand); value != constantValues.end())
+                    why = shapeOperandProblem(value->second);
+                if (!why.empty())
                     throw InputError(cat(m_origin, ": node '",
                                          escapeInvalidUtf8(!node.name().empty() ? node.name() : cat("#", index)), "' (",
                                          op, ") ", why),
-                                     "the model is not one a framework exports: re-export it");
-                };
-                if (const auto it = shapeOperandSizes.find(node.input(shapeInput));
-                    it != shapeOperandSizes.end() && it->second > static_cast<double>(kMaxRank))
-                    refuse(tooManyDimensions(it->second));
-                if (const auto it = constantValues.find(node.input(shapeInput)); it != constantValues.end())
-                    if (const std::string why = shapeOperandProblem(it->second); !why.empty())
-                        refuse(why);
+                                     kShapeOperandHint);
             }
             const int weight = op == "Conv" || op == "ConvInteger" || op == "ConvTranspose" ? 1
                 : op == "QLinearConv"                                                       ? 3
@@ -1325,12 +1334,7 @@ private:
             shapes[vi.name()] = std::move(shape);
         };
         const auto& graph = m_model.graph();
-        for (const auto& vi : graph.input())
-            take(vi);
-        for (const auto& vi : graph.value_info())
-            take(vi);
-        for (const auto& vi : graph.output())
-            take(vi);
+        forEachDeclaredValue(graph, take);
         for (const auto& t : graph.initializer())
             shapes[t.name()] = Shape(t.dims().begin(), t.dims().end());
         return shapes;
@@ -1404,7 +1408,7 @@ private:
                     if (const std::string why = shapeOperandProblem(it->second); !why.empty())
                         throw InputError(
                             cat(m_origin, ": node '", escapeInvalidUtf8(node.name()), "' (", node.op_type(), ") ", why),
-                            "the model is not one a framework exports: re-export it");
+                            kShapeOperandHint);
                 onnx::TensorProto t;
                 t.set_name(cat("shardscape::static_", m_staticCount++));
                 t.set_data_type(it->second.type);
