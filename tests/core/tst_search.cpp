@@ -6,6 +6,7 @@
 #include "shardscape/search/stage_partition.h"
 #include "shardscape/search/tp_annotation.h"
 #include "shardscape/support/error.h"
+#include "shardscape/support/tsan_annotations.h"
 
 #include <QTest>
 #include <chrono>
@@ -15,6 +16,15 @@
 using namespace shardscape;
 
 namespace {
+
+// The 100 ms promise holds in the builds users run. ThreadSanitizer slows every access 5-15x and its CI step runs this
+// test beside the GUI test on two cores: that build checks the stop hand-off for races, with a budget that still
+// catches a search that ignores the stop (it runs for seconds).
+#ifdef SHARDSCAPE_TSAN
+constexpr double kCancelBudgetSeconds = 0.5;
+#else
+constexpr double kCancelBudgetSeconds = 0.1;
+#endif
 
 class QuietProgress final : public ProgressSink
 {
@@ -209,7 +219,7 @@ private Q_SLOTS:
         const double latency = std::chrono::duration<double>(returned - requested).count();
         if (!result.cancelled)
             QSKIP("the plan finished before the stop request; nothing to measure");
-        QVERIFY2(latency < 0.1, qPrintable(QStringLiteral("stopped after %1 s").arg(latency)));
+        QVERIFY2(latency < kCancelBudgetSeconds, qPrintable(QStringLiteral("stopped after %1 s").arg(latency)));
         QVERIFY(result.top.empty());
     }
 
