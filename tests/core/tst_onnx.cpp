@@ -462,6 +462,56 @@ private slots:
 #endif
     }
 
+    void refusesNodesOnlyInferenceCanCheck_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QString>("expected");
+        // Each input's rank is known only once ONNX has inferred the node before it; conv_after_flatten made ONNX
+        // 1.12 read past its vectors (a segfault in `shardscape-cli inspect`) before the inference guard.
+        QTest::newRow("Conv after Flatten")
+            << "conv_after_flatten.onnx"
+            << "node 'conv' (Conv) has a rank-2 input; it needs batch, channels and at least one spatial dimension";
+        QTest::newRow("MaxPool after Flatten") << "pool_after_flatten.onnx"
+                                               << "node 'pool' (MaxPool) has a rank-2 input";
+        QTest::newRow("LayerNormalization of a scalar") << "layernorm_after_reduce.onnx"
+                                                        << "node 'norm' (LayerNormalization) has a rank-0 input";
+        QTest::newRow("LayerNormalization axis past a Flatten")
+            << "layernorm_axis_after_flatten.onnx"
+            << "node 'norm' (LayerNormalization) has axis 5 for a rank-2 input (expected -2 to 1)";
+    }
+
+    /** Invalid nodes whose inputs' ranks the file does not declare: refused during inference, naming the node. */
+    void refusesNodesOnlyInferenceCanCheck()
+    {
+#ifdef SHARDSCAPE_HAVE_ONNX
+        QFETCH(QString, file);
+        QFETCH(QString, expected);
+        const fs::path path = kData / "inference_hazards" / file.toStdString();
+        try {
+            loadOnnxModel(path, options());
+            QFAIL("an invalid node was accepted");
+        } catch (const InputError& e) {
+            const std::string message = e.message();
+            QVERIFY2(message.find(expected.toStdString()) != std::string::npos, message.c_str());
+            QVERIFY2(message.find("re-export it") != std::string::npos, message.c_str());
+        }
+#endif
+    }
+
+    /** A Conv whose weight comes from a custom op has no inferable weight shape: not an error, its shape is estimated.
+     */
+    void convolutionWithUnknownWeightLoads()
+    {
+#ifdef SHARDSCAPE_HAVE_ONNX
+        const OnnxImport imported
+            = loadOnnxModelDetailed(kData / "inference_hazards" / "conv_weight_from_custom_op.onnx", options());
+        const auto conv = std::find_if(imported.graph.ops().begin(), imported.graph.ops().end(),
+                                       [](const auto& op) { return op.kind == OpKind::Conv; });
+        QVERIFY(conv != imported.graph.ops().end());
+        QVERIFY(imported.report.estimated_shapes >= 1);
+#endif
+    }
+
     /** loadModel dispatches .onnx files here (the CLI and the GUI go through it). */
     void loadModelDispatch()
     {

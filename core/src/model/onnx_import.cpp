@@ -13,6 +13,7 @@
 // table (learned positions), which is an Embedding. Activations: the rest.
 #include "shardscape/model/onnx_import.h"
 
+#include "onnx_inference_guard.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/strings.h"
 
@@ -474,14 +475,18 @@ constexpr std::size_t kMaxRank = 64;
  * The input of `node` that holds one value per dimension of its output (Reshape's and Expand's shape, Unsqueeze's
  * axes, ConstantOfShape's input), or -1.
  */
-int shapeOperandIndex(const onnx::NodeProto& node)
+int shapeOperandIndex(const std::string& op, const std::string& domain)
 {
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
+    if (!defaultDomain(domain))
         return -1;
-    const std::string& op = node.op_type();
     if (op == "Reshape" || op == "Expand" || op == "Unsqueeze")
         return 1;
     return op == "ConstantOfShape" ? 0 : -1;
+}
+
+int shapeOperandIndex(const onnx::NodeProto& node)
+{
+    return shapeOperandIndex(node.op_type(), node.domain());
 }
 
 /** "has a shape operand of N values: a result of at least N dimensions, over the limit of 64". */
@@ -502,6 +507,9 @@ double elementCount(const onnx::TensorProto& t)
 
 /** The way out offered when a shape operand is refused. */
 constexpr const char* kShapeOperandHint = "the model is not one a framework exports: re-export it";
+/** The way out offered when a node breaks the ONNX operator's rules. */
+constexpr const char* kInvalidNodeHint
+    = "the model is not valid ONNX: re-export it (onnx.checker.check_model finds this)";
 
 /** Calls `f` with every value the graph declares a type for: its inputs, value_info and outputs. */
 template<typename F> void forEachDeclaredValue(const onnx::GraphProto& graph, F&& f)
@@ -908,6 +916,92 @@ std::optional<StaticTensor> evaluateStatic(const onnx::NodeProto& node, const st
     return std::nullopt;
 }
 
+// --- what ONNX 1.12's shape inference may see -------------------------------------------------------------------
+
+/**
+ * Why ONNX 1.12's inference function must not run on a node (empty: it may), from the node's inputs as inference has
+ * them at that point (onnx_inference_guard.h): declared or inferred ranks, and constant values. Those functions trust
+ * what they read, and each refusal below was found by fuzz_onnx as a crash or out-of-memory inside libonnx on invalid
+ * ONNX:
+ * - convolutions and pooling (convPoolShapeInference) index their dilation, stride and pad vectors by the kernel's
+ *   rank without checking it against the input's: a weight of another rank, or attributes of the wrong length, read
+ *   past the vectors, and a zero stride divides by zero (also when only inference knows the input's rank: a Flatten
+ *   feeding a Conv crashed the CLI);
+ * - LayerNormalization writes the dimension at `axis` of its Mean/InvStdDev outputs without checking that axis
+ *   against the input's rank (a rank-0 input, or an axis outside [-rank, rank - 1]);
+ * - a shape operand (shapeOperandIndex) becomes one proto per value, or per element of its length when the values
+ *   are unknown: over kMaxRank of them, or a dimension past 2^40 that later feeds another shape operand, exhausts
+ *   memory (see shapeOperandProblem).
+ * The reason reads after the node's name: "has ...".
+ */
+std::string inferenceHazard(const std::string& op, const std::string& domain, const onnx::InferenceContext& ctx)
+{
+    const std::size_t inputs = ctx.getNumInputs();
+    const auto shapeOf = [&](std::size_t i) -> const onnx::TensorShapeProto* {
+        const onnx::TypeProto* t = i < inputs ? ctx.getInputType(i) : nullptr;
+        return t && t->has_tensor_type() && t->tensor_type().has_shape() ? &t->tensor_type().shape() : nullptr;
+    };
+    const auto rankOf = [&](std::size_t i) -> std::optional<int> {
+        const auto* shape = shapeOf(i);
+        return shape ? std::optional<int>(shape->dim_size()) : std::nullopt;
+    };
+    if (const int operand = shapeOperandIndex(op, domain); operand >= 0 && static_cast<std::size_t>(operand) < inputs) {
+        if (const onnx::TensorProto* value = ctx.getInputData(static_cast<std::size_t>(operand))) {
+            if (elementCount(*value) > static_cast<double>(kMaxRank))
+                return tooManyDimensions(elementCount(*value));
+            if (const auto values = readStaticTensor(*value))
+                if (std::string why = shapeOperandProblem(*values); !why.empty())
+                    return why;
+        } else if (const auto* shape = shapeOf(static_cast<std::size_t>(operand)); shape && shape->dim_size() == 1
+                   && shape->dim(0).has_dim_value()
+                   && shape->dim(0).dim_value() > static_cast<std::int64_t>(kMaxRank)) {
+            return tooManyDimensions(static_cast<double>(shape->dim(0).dim_value()));
+        }
+        return {};
+    }
+    if (!defaultDomain(domain))
+        return {};
+    const int weight = op == "Conv" || op == "ConvInteger" || op == "ConvTranspose" ? 1 : op == "QLinearConv" ? 3 : -1;
+    const bool pool = op == "AveragePool" || op == "MaxPool" || op == "LpPool";
+    if (op == "LayerNormalization") {
+        if (const auto x = rankOf(0)) {
+            const onnx::AttributeProto* axisAttr = ctx.getAttribute("axis");
+            const std::int64_t axis = axisAttr ? axisAttr->i() : -1;
+            if (*x < 1)
+                return "has a rank-0 input; it normalizes over at least one axis";
+            if (axis < -*x || axis >= *x)
+                return cat("has axis ", axis, " for a rank-", *x, " input (expected ", -*x, " to ", *x - 1, ")");
+        }
+        return {};
+    }
+    if (weight < 0 && !pool)
+        return {};
+    if (weight > 0 && inputs <= static_cast<std::size_t>(weight))
+        return cat("has no weight input (input ", weight, ")");
+    const auto x = rankOf(0);
+    const auto w = weight > 0 ? rankOf(static_cast<std::size_t>(weight)) : std::nullopt;
+    if (x && *x < 3)
+        return cat("has a rank-", *x, " input; it needs batch, channels and at least one spatial dimension");
+    if (x && w && *x != *w)
+        return cat("has a rank-", *x, " input but a rank-", *w, " weight");
+    const int spatial = x ? *x - 2 : w ? *w - 2 : -1;
+    for (const char* name : {"kernel_shape", "strides", "dilations", "output_padding", "output_shape", "pads"}) {
+        const onnx::AttributeProto* a = ctx.getAttribute(name);
+        if (!a)
+            continue;
+        const bool pads = std::string_view(name) == "pads";
+        const int expected = pads ? 2 * spatial : spatial;
+        if (spatial >= 0 && a->ints_size() != expected)
+            return cat("has ", a->ints_size(), " '", name, "' values for ", spatial, " spatial dimensions (expected ",
+                       expected, ")");
+        const std::int64_t least = pads || std::string_view(name) == "output_padding" ? 0 : 1;
+        for (const auto v : a->ints())
+            if (v < least || v > static_cast<std::int64_t>(kMaxStaticElements))
+                return cat("has '", name, "' value ", v, " (expected ", least, " to ", kMaxStaticElements, ")");
+    }
+    return {};
+}
+
 // --- the importer ------------------------------------------------------------------------------------------------
 
 enum class ValueKind : std::uint8_t
@@ -996,7 +1090,6 @@ public:
                 for (const auto& a : node.attribute())
                     checkAttributeLocations(a, m_origin, 1);
         checkControlFlow();
-        checkShapeInferenceHazards();
         bindSymbolicDims();
         inferShapes();
         collectValues();
@@ -1043,139 +1136,6 @@ private:
                 throw InputError(cat(m_origin, ": unsupported control-flow node '", name, "' (", node.op_type(), ")"),
                                  "the planner needs a static graph: export without data-dependent control flow (unroll "
                                  "loops, trace with fixed shapes) or load the model's HF config.json");
-            }
-            ++index;
-        }
-    }
-
-    /**
-     * ONNX 1.12's shape inference trusts ranks and axes that it never checks, and crashes on a file that breaks them
-     * (each found by fuzz_onnx: a segfault inside libonnx). Such a node is invalid ONNX, so it is refused here, before
-     * inference, naming the node:
-     * - convolutions and pooling (convPoolShapeInference) index their dilation, stride and pad vectors by the
-     *   kernel's rank without checking it against the input's: a weight of another rank, or attributes of the wrong
-     *   length, read past the vectors, and a zero stride divides by zero;
-     * - LayerNormalization writes the dimension at `axis` of its Mean/InvStdDev outputs without checking that axis
-     *   against the input's rank (a rank-0 input, or an axis outside [-rank, rank - 1]);
-     * - a shape operand (shapeOperandIndex) becomes one proto per value, or per declared element when the values are
-     *   unknown: over kMaxRank of them, or a dimension past 2^40 that later feeds another shape operand, exhausts
-     *   memory (out-of-memory, not a segfault; see shapeOperandProblem).
-     * Ranks are those the file declares (graph inputs, value_info, initializers); ranks known only after inference
-     * cannot be checked before it (a remaining risk of ONNX 1.12, fixed upstream in later releases).
-     */
-    void checkShapeInferenceHazards() const
-    {
-        const auto& graph = m_model.graph();
-        std::unordered_map<std::string_view, int> ranks;
-        // How many values each constant holds or each declared 1-D value has: a shape operand's ONNX inference
-        // makes one dimension per value, and without the values (rank inference) one per declared element.
-        std::unordered_map<std::string_view, double> shapeOperandSizes;
-        forEachDeclaredValue(graph, [&](const onnx::ValueInfoProto& vi) {
-            if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape()) {
-                const auto& shape = vi.type().tensor_type().shape();
-                ranks[vi.name()] = shape.dim_size();
-                if (shape.dim_size() == 1 && shape.dim(0).has_dim_value())
-                    shapeOperandSizes[vi.name()] = static_cast<double>(shape.dim(0).dim_value());
-            }
-        });
-        std::unordered_map<std::string_view, StaticTensor> constantValues;
-        const auto constant = [&](std::string_view name, const onnx::TensorProto& t) {
-            if (auto v = readStaticTensor(t))
-                constantValues.emplace(name, std::move(*v));
-            shapeOperandSizes[name] = elementCount(t);
-        };
-        for (const auto& init : graph.initializer()) {
-            ranks[init.name()] = init.dims_size();
-            constant(init.name(), init);
-        }
-        for (const auto& node : graph.node())
-            if (node.op_type() == "Constant" && node.output_size() == 1)
-                for (const auto& a : node.attribute()) {
-                    if (a.has_t())
-                        constant(node.output(0), a.t());
-                    else
-                        shapeOperandSizes[node.output(0)] = a.ints_size();
-                }
-        const auto rankOf = [&](const onnx::NodeProto& node, int input) -> std::optional<int> {
-            if (input >= node.input_size() || node.input(input).empty())
-                return std::nullopt;
-            const auto it = ranks.find(node.input(input));
-            return it == ranks.end() ? std::nullopt : std::optional<int>(it->second);
-        };
-
-        int index = 0;
-        for (const auto& node : graph.node()) {
-            const std::string& op = node.op_type();
-            const bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
-            if (const int shapeInput = shapeOperandIndex(node); shapeInput >= 0 && shapeInput < node.input_size()) {
-                const std::string& operand = node.input(shapeInput);
-                std::string why;
-                if (const auto it = shapeOperandSizes.find(operand);
-                    it != shapeOperandSizes.end() && it->second > static_cast<double>(kMaxRank))
-                    why = tooManyDimensions(it->second);
-                else if (const auto value = constantValues.find(operand); value != constantValues.end())
-                    why = shapeOperandProblem(value->second);
-                if (!why.empty())
-                    throw InputError(cat(m_origin, ": node '",
-                                         escapeInvalidUtf8(!node.name().empty() ? node.name() : cat("#", index)), "' (",
-                                         op, ") ", why),
-                                     kShapeOperandHint);
-            }
-            const int weight = op == "Conv" || op == "ConvInteger" || op == "ConvTranspose" ? 1
-                : op == "QLinearConv"                                                       ? 3
-                                                                                            : -1;
-            const bool pool = op == "AveragePool" || op == "MaxPool" || op == "LpPool";
-            const bool layerNorm = op == "LayerNormalization";
-            if (!defaultDomain || (weight < 0 && !pool && !layerNorm)) {
-                ++index;
-                continue;
-            }
-            const std::string name = escapeInvalidUtf8(!node.name().empty() ? node.name() : cat("#", index));
-            const auto reject = [&](const std::string& why) {
-                throw InputError(cat(m_origin, ": node '", name, "' (", op, ") ", why),
-                                 "the model is not valid ONNX: re-export it (onnx.checker.check_model finds this)");
-            };
-            if (layerNorm) {
-                if (const auto x = rankOf(node, 0)) {
-                    std::int64_t axis = -1;
-                    for (const auto& a : node.attribute())
-                        if (a.name() == "axis")
-                            axis = a.i();
-                    if (*x < 1)
-                        reject("has a rank-0 input; it normalizes over at least one axis");
-                    if (axis < -*x || axis >= *x)
-                        reject(
-                            cat("has axis ", axis, " for a rank-", *x, " input (expected ", -*x, " to ", *x - 1, ")"));
-                }
-                ++index;
-                continue;
-            }
-            if (weight > 0 && (node.input_size() <= weight || node.input(weight).empty()))
-                reject(cat("has no weight input (input ", weight, ")"));
-            const auto x = rankOf(node, 0);
-            std::optional<int> w;
-            if (weight > 0)
-                w = rankOf(node, weight);
-            if (x && *x < 3)
-                reject(cat("has a rank-", *x, " input; it needs batch, channels and at least one spatial dimension"));
-            if (x && w && *x != *w)
-                reject(cat("has a rank-", *x, " input but a rank-", *w, " weight"));
-            const int spatial = x ? *x - 2 : w ? *w - 2 : -1;
-            for (const auto& a : node.attribute()) {
-                const bool perAxis = a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations"
-                    || a.name() == "output_padding" || a.name() == "output_shape";
-                const bool pads = a.name() == "pads";
-                if (!perAxis && !pads)
-                    continue;
-                const int expected = pads ? 2 * spatial : spatial;
-                if (spatial >= 0 && a.ints_size() != expected)
-                    reject(cat("has ", a.ints_size(), " '", a.name(), "' values for ", spatial,
-                               " spatial dimensions (expected ", expected, ")"));
-                const std::int64_t least = pads || a.name() == "output_padding" ? 0 : 1;
-                for (const auto v : a.ints())
-                    if (v < least || v > static_cast<std::int64_t>(kMaxStaticElements))
-                        reject(cat("has '", a.name(), "' value ", v, " (expected ", least, " to ", kMaxStaticElements,
-                                   ")"));
             }
             ++index;
         }
@@ -1291,13 +1251,54 @@ private:
         // aborting. No data propagation: ONNX 1.12's crashes on an unknown op in the default domain (a null
         // schema), and the shape arithmetic it would follow is evaluated here instead (foldStaticOperands).
         try {
-            onnx::shape_inference::InferShapes(m_model, onnx::OpSchemaRegistry::Instance(),
-                                               onnx::ShapeInferenceOptions(false, 0, false));
+            onnx::shape_inference::InferShapes(m_model, &m_schemas, onnx::ShapeInferenceOptions(false, 0, false));
             return true;
+        } catch (const onnx_guard::RefusedNode& refused) {
+            throw InputError(cat(m_origin, ": ", describeNode(refused), " ", refused.why),
+                             shapeOperandIndex(refused.op, {}) >= 0 ? kShapeOperandHint : kInvalidNodeHint);
         } catch (const std::exception& e) {
             m_inferenceError = firstLine(e.what());
             return false;
         }
+    }
+
+    /**
+     * "node 'name' (Op)" for the node whose inference was refused. Its inference context does not name it, so it is
+     * the first node of that op whose inputs are the values the context had: a declared or inferred value's type and
+     * a constant's tensor are protos of the graph, found by address (an initializer's type is ONNX's own copy, but
+     * its tensor is found). A node inside a function body matches none.
+     */
+    std::string describeNode(const onnx_guard::RefusedNode& refused) const
+    {
+        const auto& graph = m_model.graph();
+        std::unordered_map<const void*, const std::string*> names;
+        forEachDeclaredValue(graph, [&](const onnx::ValueInfoProto& vi) { names[&vi.type()] = &vi.name(); });
+        for (const auto& t : graph.initializer())
+            names[&t] = &t.name();
+        for (const auto& node : graph.node())
+            if (node.op_type() == "Constant" && node.output_size() == 1)
+                for (const auto& a : node.attribute())
+                    if (a.has_t())
+                        names[&a.t()] = &node.output(0);
+        int index = 0;
+        for (const auto& node : graph.node()) {
+            bool matches = node.op_type() == refused.op
+                && static_cast<std::size_t>(node.input_size()) == refused.input_types.size();
+            bool named = false;
+            for (std::size_t i = 0; matches && i < refused.input_types.size(); ++i) {
+                const void* proto = refused.input_data[i] ? static_cast<const void*>(refused.input_data[i])
+                                                          : static_cast<const void*>(refused.input_types[i]);
+                if (const auto it = names.find(proto); proto && it != names.end()) {
+                    named = true;
+                    matches = *it->second == node.input(static_cast<int>(i));
+                }
+            }
+            if (matches && named)
+                return cat("node '", escapeInvalidUtf8(!node.name().empty() ? node.name() : cat("#", index)), "' (",
+                           refused.op, ")");
+            ++index;
+        }
+        return cat("a ", refused.op, " node inside a function");
     }
 
     /**
@@ -3019,6 +3020,7 @@ private:
     std::int64_t m_zeroDims = 0;
     int m_staticCount = 0;
     std::string m_inferenceError;
+    onnx_guard::GuardedSchemaRegistry m_schemas {inferenceHazard};
 };
 
 } // namespace
