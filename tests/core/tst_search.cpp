@@ -20,11 +20,7 @@ namespace {
 // The 100 ms promise holds in the builds users run. ThreadSanitizer slows every access 5-15x and its CI step runs this
 // test beside the GUI test on two cores: that build checks the stop hand-off for races, with a budget that still
 // catches a search that ignores the stop (it runs for seconds).
-#ifdef SHARDSCAPE_TSAN
-constexpr double kCancelBudgetSeconds = 0.5;
-#else
-constexpr double kCancelBudgetSeconds = 0.1;
-#endif
+constexpr double kCancelBudgetSeconds = kThreadSanitizer ? 0.5 : 0.1;
 
 class QuietProgress final : public ProgressSink
 {

@@ -56,11 +56,7 @@ constexpr int kPlanTimeoutMs = 120'000;
 // (5-15x slower) and the test shares two cores with the TBB search test: a cancel took 68-125 ms there, so that build
 // checks the hand-off for races, with a budget that still catches a cancel that waits for the search to end (about a
 // second in Release, several under TSan).
-#ifdef SHARDSCAPE_TSAN
-constexpr qint64 kCancelBudgetMs = 500;
-#else
-constexpr qint64 kCancelBudgetMs = 100;
-#endif
+constexpr qint64 kCancelBudgetMs = kThreadSanitizer ? 500 : 100;
 
 PlanRequest smallRequest(const std::string& model = "llama2-7b")
 {

@@ -472,7 +472,7 @@ constexpr std::size_t kMaxStaticElements = 65536; // position ranges up to 64k t
 constexpr std::size_t kMaxRank = 64;
 
 /**
- * The input of `node` that holds one value per dimension of its output (Reshape's and Expand's shape, Unsqueeze's
+ * The input of an `op` node that holds one value per dimension of its output (Reshape's and Expand's shape, Unsqueeze's
  * axes, ConstantOfShape's input), or -1.
  */
 int shapeOperandIndex(const std::string& op, const std::string& domain)
@@ -482,11 +482,6 @@ int shapeOperandIndex(const std::string& op, const std::string& domain)
     if (op == "Reshape" || op == "Expand" || op == "Unsqueeze")
         return 1;
     return op == "ConstantOfShape" ? 0 : -1;
-}
-
-int shapeOperandIndex(const onnx::NodeProto& node)
-{
-    return shapeOperandIndex(node.op_type(), node.domain());
 }
 
 /** "has a shape operand of N values: a result of at least N dimensions, over the limit of 64". */
@@ -1405,11 +1400,7 @@ private:
                 const auto it = values.find(name);
                 if (name.empty() || it == values.end() || constants.count(name) || !isIntegerType(it->second.type))
                     continue;
-                if (i == shapeOperandIndex(node))
-                    if (const std::string why = shapeOperandProblem(it->second); !why.empty())
-                        throw InputError(
-                            cat(m_origin, ": node '", escapeInvalidUtf8(node.name()), "' (", node.op_type(), ") ", why),
-                            kShapeOperandHint);
+                // A shape operand's value is checked by the inference guard when the next pass reads it.
                 onnx::TensorProto t;
                 t.set_name(cat("shardscape::static_", m_staticCount++));
                 t.set_data_type(it->second.type);
