@@ -5,12 +5,19 @@
 // simulated with the reason, and median / max |relative error| overall and per series.
 //
 //   bench_calibration [published_configs.json] [--verbose] [--markdown] [--ops ROW_ID] [--param NAME=VALUE]...
+//                     [--write-residuals FILE]
+//
+// --write-residuals writes the step-time residual bands by calibration regime that the uncertainty ranges use
+// (resources/calibration/step_time_residuals.json).
 //
 // --param overrides one CostParams default for this run (to explore a knob; the committed defaults are what
 // tests/bench/calibration_results.md reports).
 // --ops prints, for one row, every op of the first transformer block with its forward and backward seconds
 // per micro-batch under the row's layout (no communication): where the cost model spends a block's time.
 #include "calibration_rows.h"
+#include "residual_bands.h"
+
+#include "shardscape/cost/uncertainty.h"
 
 #include "shardscape/cost/layer_cost.h"
 #include "shardscape/model/model_source.h"
@@ -242,6 +249,7 @@ int main(int argc, char** argv)
     bool verbose = false;
     bool markdown = false;
     std::string opsRow;
+    std::string residualsPath;
     CostParams params;
     DeviceOverrides devices;
     for (int i = 1; i < argc; ++i) {
@@ -256,6 +264,8 @@ int main(int argc, char** argv)
             verbose = true;
         else if (std::strcmp(argv[i], "--markdown") == 0)
             markdown = true;
+        else if (std::strcmp(argv[i], "--write-residuals") == 0 && i + 1 < argc)
+            residualsPath = argv[++i];
         else
             path = argv[i];
     }
@@ -359,10 +369,28 @@ int main(int argc, char** argv)
         if (c.caveats.empty())
             clean.push_back(p.relative_error);
     }
+    // Step-time residuals (measured / predicted time - 1 = predicted / published throughput - 1) by regime.
+    std::vector<residuals::Sample> samples;
+    std::map<std::string, std::vector<double>> byRegime;
+    for (const auto& [c, p] : results) {
+        const std::string regime = calibrationRegime(c.config, c.seq_len);
+        samples.push_back({regime, p.relative_error});
+        byRegime[regime].push_back(p.relative_error);
+    }
     printStats("all simulated rows", all, markdown);
     printStats("rows without caveats", clean, markdown);
     for (const auto& [series, errors] : bySeries)
         printStats(series.c_str(), errors, markdown);
+    for (const auto& [regime, errors] : byRegime)
+        printStats(cat("regime ", regime).c_str(), errors, markdown);
+    const auto [inSample, loo] = residuals::coverage(samples);
+    std::printf("\n80%% step-time band coverage: in-sample %.0f%%, leave-one-out %.0f%%\n", 100 * inSample, 100 * loo);
+    if (!residualsPath.empty())
+        residuals::writeBands(residualsPath,
+                              residuals::bandsJson(samples,
+                                                   "tests/bench/bench_calibration on "
+                                                   "tests/data/published_configs.json "
+                                                   "(by calibration regime)"));
     std::printf("\nPeak memory where the row states it (not calibrated; for information):\n");
     for (const auto& [c, p] : results) {
         if (c.published_peak_memory_gib <= 0)

@@ -143,6 +143,7 @@ struct SeriesRules
     Metric metric = Metric::TflopsMegatron4Pass;
     int default_zero = 0;
     bool sp_with_tp = false; ///< sequence parallelism whenever tp > 1 (when the row leaves it null)
+    Framework framework = Framework::Generic; ///< the framework the series ran (its memory and comm terms)
     std::string note;
 };
 
@@ -157,6 +158,7 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
         r.flash = false;
         r.dropout = 0.1;
         r.metric = Metric::TflopsMegatron4Pass;
+        r.framework = Framework::MegatronCore; // Megatron-LM 2021: the same fp32 main grads and schedules
         r.note = "GPT (Megatron-LM 2021): GELU 4h, LayerNorm, learned positions, tied embeddings, unfused "
                  "attention, dropout 0.1";
         return r;
@@ -172,6 +174,7 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
         r.metric = Metric::TflopsMegatronCore;
         r.default_zero = 1;
         r.sp_with_tp = true;
+        r.framework = Framework::MegatronCore;
         r.note = "GPT (Megatron-Core 2024): GELU 4h, LayerNorm, learned positions, untied embeddings, fused "
                  "attention, dropout 0.1, distributed optimizer (ZeRO-1), SP with TP";
         return r;
@@ -184,6 +187,7 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
         r.flash = false;
         r.dropout = 0.1;
         r.metric = Metric::TflopsMegatron4Pass;
+        r.framework = Framework::DeepSpeed; // Megatron-DeepSpeed: DeepSpeed's pipeline engine and ZeRO-1 optimizer
         r.note = "BLOOM: GELU 4h, LayerNorm, ALiBi (costed as rotary), tied embeddings, unfused attention, dropout 0.1";
         return r;
     }
@@ -194,6 +198,7 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
         r.flash = false;
         r.dropout = 0;
         r.metric = Metric::TflopsMegatron4Pass;
+        r.framework = Framework::DeepSpeed; // GPT-NeoX trains through DeepSpeed's pipeline engine and ZeRO-1
         r.note = "GPT-NeoX-20B: GELU 4h, LayerNorm, rotary, untied, unfused attention, no dropout; "
                  "parallel residual costed as sequential (same FLOPs)";
         return r;
@@ -207,6 +212,7 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
         r.metric = Metric::TokensPerSecondPerGpu;
         r.default_zero = 3; // FSDP2 fully shards parameters, gradients and optimizer states
         r.sp_with_tp = true; // torchtitan's TP plan shards the norms over the sequence (SequenceParallel)
+        r.framework = Framework::Torchtitan;
         r.note = "Llama (torchtitan): SwiGLU, RMSNorm, rotary, GQA, untied, SDPA flash attention, FSDP2 = ZeRO-3";
         return r;
     }
@@ -219,6 +225,7 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
         r.dropout = 0;
         r.metric = Metric::MptMfuPercent;
         r.default_zero = 3;
+        r.framework = Framework::Composer;
         r.note = "MPT: GELU 4h, LayerNorm, learned positions (benchmark configs), tied, flash attention, no "
                  "dropout (linear biases kept: MPT has none, a negligible difference)";
         return r;
@@ -407,6 +414,7 @@ inline Case makeCase(const nlohmann::json& row)
 
     // --- the parallel configuration ---------------------------------------------------------------------------
     ParallelConfig& p = c.config;
+    p.framework = rules->framework;
     p.tp = static_cast<int>(optInt(row, "tensor_parallel").value_or(1));
     p.pp = static_cast<int>(optInt(row, "pipeline_parallel").value_or(1));
     p.cp = static_cast<int>(optInt(row, "context_parallel").value_or(1));
@@ -538,8 +546,11 @@ inline Case makeCase(const nlohmann::json& row)
         p.eager_kernels = true;
     // Framework features the rows state, as the ParallelConfig switches that model them.
     p.fp8_linears = contains(precision, "float8") || contains(precision, "fp8");
-    if (contains(toLower(framework), "asynctp") || contains(toLower(framework), "async tp"))
+    if (contains(toLower(framework), "asynctp") || contains(toLower(framework), "async tp")) {
         p.tp_comm_overlap = p.sequence_parallel;
+        // torchtitan refuses async TP without torch.compile (parallelize.py apply_tp), so the run was compiled.
+        p.eager_kernels = false;
+    }
     if (c.series == "megatron_lm_readme_h100_weak_scaling_2024") {
         // The README's runs: --tp-comm-overlap (with SP) and --overlap-param-gather (distributed optimizer).
         p.tp_comm_overlap = p.sequence_parallel;

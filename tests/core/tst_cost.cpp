@@ -3,6 +3,7 @@
 // (2 + 2 + 12) bytes per parameter of bf16 + Adam and its ZeRO divisions, ring collectives, and
 // Megatron's tensor-parallel communication volume.
 #include "shardscape/cost/cost_model.h"
+#include "shardscape/cost/uncertainty.h"
 #include "shardscape/model/hf_config.h"
 #include "shardscape/model/model_source.h"
 
@@ -213,6 +214,199 @@ private Q_SLOTS:
         QVERIFY(relativeError(mem.weights, weights * params) < 1e-12);
         QVERIFY(relativeError(mem.gradients, grads * params) < 1e-12);
         QVERIFY(relativeError(mem.optimizer, optimizer * params) < 1e-12);
+    }
+
+    // --- framework memory profiles (core/src/cost/framework_profile.cpp) ---------------------------------------
+
+    void frameworkBytesPerParameter_data()
+    {
+        QTest::addColumn<int>("framework");
+        QTest::addColumn<int>("zero");
+        QTest::addColumn<double>("weights");
+        QTest::addColumn<double>("grads");
+        QTest::addColumn<double>("optimizer");
+        const auto row = [](const char* name, Framework f, int zero, double w, double g, double o) {
+            QTest::newRow(name) << static_cast<int>(f) << zero << w << g << o;
+        };
+        // dp = 8. Megatron's distributed optimizer: 2 + 4 + 12/d (docs/source/api-guide/dist_optimizer.md).
+        row("megatron zero0", Framework::MegatronCore, 0, 2, 4, 12);
+        row("megatron zero1", Framework::MegatronCore, 1, 2, 4, 12.0 / 8);
+        // ZeRO paper: 2 + 2 + 12/d, 2 + 14/d, 16/d.
+        row("deepspeed zero1", Framework::DeepSpeed, 1, 2, 2, 12.0 / 8);
+        row("deepspeed zero2", Framework::DeepSpeed, 2, 2, 2.0 / 8, 12.0 / 8);
+        row("deepspeed zero3", Framework::DeepSpeed, 3, 2.0 / 8, 2.0 / 8, 12.0 / 8);
+        // FSDP2 with fp32 sharded parameters: 4/d + 4/d + 8/d; ZeRO-2 keeps the 16-bit copy from forward to backward.
+        row("torchtitan zero3", Framework::Torchtitan, 3, 4.0 / 8, 4.0 / 8, 8.0 / 8);
+        row("torchtitan zero2", Framework::Torchtitan, 2, 4.0 / 8 + 2, 4.0 / 8, 8.0 / 8);
+    }
+    void frameworkBytesPerParameter()
+    {
+        QFETCH(int, framework);
+        QFETCH(int, zero);
+        QFETCH(double, weights);
+        QFETCH(double, grads);
+        QFETCH(double, optimizer);
+        BuildOptions options;
+        options.seq_len = 1024;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        CostModel model(graph, h100Node());
+        ParallelConfig config;
+        config.dp = 8;
+        config.zero_stage = zero;
+        config.framework = static_cast<Framework>(framework);
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        const Evaluation e = model.evaluate(config, workload);
+        QVERIFY2(e.feasible, e.reason.c_str());
+        const double params = graph->paramCount();
+        const auto& mem = e.stages.front().memory;
+        QVERIFY(relativeError(mem.weights, weights * params) < 1e-12);
+        QVERIFY(relativeError(mem.gradients, grads * params) < 1e-12);
+        QVERIFY(relativeError(mem.optimizer, optimizer * params) < 1e-12);
+        // The reserve is the runtime plus the allocator's slack over what is allocated.
+        const FrameworkProfile& profile = frameworkProfile(config.framework);
+        QVERIFY(relativeError(mem.fragmentation, (profile.fragmentation - 1) * mem.allocated()) < 1e-12);
+        QVERIFY(relativeError(mem.reserve, mem.runtime + mem.fragmentation) < 1e-12);
+    }
+
+    void lossSavesFp32Logits()
+    {
+        // The head's stash holds the fp32 softmax (4 B per logit), not the 16-bit logits; the working set is the
+        // framework's bytes per logit beside it.
+        BuildOptions options;
+        options.seq_len = 1024;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        const auto producer = graph->producers();
+        const auto layers = layersByModule(*graph);
+        const Layer& head = layers.back();
+        QCOMPARE(head.kind, LayerKind::Head);
+        const auto source = makeDatasheetCostSource(h100Node(), {});
+        LayerLayout layout;
+        layout.loss_saved_bytes_per_logit = 4;
+        layout.loss_working_bytes_per_logit = 8;
+        const LayerCost fp32 = computeLayerCost(*graph, producer, head, layout, *source);
+        layout.loss_saved_bytes_per_logit = 0;
+        const LayerCost none = computeLayerCost(*graph, producer, head, layout, *source);
+        const double logits = 1024.0 * graph->transformer->vocab;
+        QVERIFY(relativeError(fp32.activation_bytes - none.activation_bytes, 4 * logits) < 1e-12);
+        QVERIFY(relativeError(fp32.working_bytes, 8 * logits) < 1e-12);
+    }
+
+    void fullRecomputeWorkingSetIsTheBlockStash()
+    {
+        // While a fully recomputed block runs backward, everything it would have saved is alive again.
+        const auto graph = korthikantiGraph();
+        const auto producer = graph->producers();
+        const auto layers = layersByModule(*graph);
+        const Layer* block = nullptr;
+        for (const auto& layer : layers)
+            if (layer.kind == LayerKind::Block && !block)
+                block = &layer;
+        QVERIFY(block);
+        const auto source = makeDatasheetCostSource(h100Node(), {});
+        LayerLayout layout;
+        layout.micro_batch = kBatch;
+        const LayerCost kept = computeLayerCost(*graph, producer, *block, layout, *source);
+        layout.recompute = RecomputeKind::Full;
+        const LayerCost full = computeLayerCost(*graph, producer, *block, layout, *source);
+        QVERIFY(full.activation_bytes < kept.activation_bytes / 10);
+        QVERIFY(relativeError(full.working_bytes, kept.activation_bytes - full.activation_bytes) < 1e-12);
+        QCOMPARE(kept.working_bytes, 0.0);
+    }
+
+    void hierarchicalLatencyIsNotShared()
+    {
+        // Across 128 nodes x 8 GPUs each NIC's ring still takes 127 steps: a tiny all-gather costs
+        // 7 NVLink + 127 network latencies (it was 7 + 127 / 8).
+        const Cluster cluster = h100Node(128);
+        const auto source = makeDatasheetCostSource(cluster, {});
+        const double t = source->collectiveTime(Collective::AllGather, 8.0 * 1024, {1024, 8});
+        const double latency = 7 * cluster.device.intra_node.latency + 127 * cluster.device.inter_node.latency;
+        QVERIFY(t >= latency);
+        QVERIFY(relativeError(t, latency) < 0.01);
+    }
+
+    void deepSpeedZero3ExposesMoreThanFsdp()
+    {
+        // Same model and layout: DeepSpeed prefetches only a 5e7-element bucket and gathers again for the
+        // recomputed forward, FSDP the whole next block; both report what is exposed in time.sharded_dp.
+        BuildOptions options;
+        options.seq_len = 2048;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-70b", options));
+        CostModel model(graph, h100Node(64));
+        ParallelConfig config;
+        config.dp = 512;
+        config.zero_stage = 3;
+        config.recompute = RecomputeKind::Full;
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        config.framework = Framework::Torchtitan;
+        const Evaluation fsdp = model.evaluate(config, workload);
+        config.framework = Framework::DeepSpeed;
+        const Evaluation ds = model.evaluate(config, workload);
+        QVERIFY2(fsdp.feasible && ds.feasible, (fsdp.reason + ds.reason).c_str());
+        QVERIFY(fsdp.time.sharded_dp > 0);
+        QVERIFY(ds.time.sharded_dp > 1.5 * fsdp.time.sharded_dp);
+        QVERIFY(ds.step_time > fsdp.step_time);
+    }
+
+    void frameworksBoundWhatRuns_data()
+    {
+        QTest::addColumn<int>("framework");
+        QTest::addColumn<int>("zero");
+        QTest::addColumn<int>("pp");
+        QTest::addColumn<QString>("reason");
+        const auto row = [](const char* name, Framework f, int zero, int pp, const char* reason) {
+            QTest::newRow(name) << static_cast<int>(f) << zero << pp << QString(reason);
+        };
+        row("torchtitan has no zero1", Framework::Torchtitan, 1, 1, "torchtitan runs ZeRO stages 2, 3 only");
+        row("deepspeed pipeline refuses zero2", Framework::DeepSpeed, 2, 2, "refuses ZeRO-2");
+        row("composer has no pipeline", Framework::Composer, 3, 2, "composer has no pipeline parallelism");
+        row("megatron runs zero1 pp2", Framework::MegatronCore, 1, 2, "");
+    }
+    void frameworksBoundWhatRuns()
+    {
+        QFETCH(int, framework);
+        QFETCH(int, zero);
+        QFETCH(int, pp);
+        QFETCH(QString, reason);
+        BuildOptions options;
+        options.seq_len = 1024;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        CostModel model(graph, h100Node());
+        ParallelConfig config;
+        config.pp = pp;
+        config.dp = 8 / pp;
+        config.num_microbatches = 4;
+        config.zero_stage = zero;
+        config.framework = static_cast<Framework>(framework);
+        const std::string problem = model.structuralProblem(config, {}, true);
+        if (reason.isEmpty())
+            QVERIFY2(problem.empty(), problem.c_str());
+        else
+            QVERIFY2(QString::fromStdString(problem).contains(reason), problem.c_str());
+    }
+
+    void oomRiskFollowsTheMemoryRange()
+    {
+        Evaluation e;
+        e.config.framework = Framework::MegatronCore;
+        e.stages.resize(1);
+        e.stages[0].memory.weights = 60e9;
+        e.step_time = 2;
+        const ResidualBand& band = bandFor(calibrationResiduals().peak_memory, "megatron-core");
+        const double high = 60e9 * (1 + std::max(0.0, band.high));
+        e.memory_limit_bytes = 59e9;
+        applyUncertainty(e, 4096, -1);
+        QCOMPARE(e.oom_risk, OomRisk::Likely);
+        e.memory_limit_bytes = high + 1e6;
+        applyUncertainty(e, 4096, -1);
+        QCOMPARE(e.oom_risk, OomRisk::Fits);
+        applyUncertainty(e, 4096, high - 60e9 + 5e9); // more headroom asked for than the range leaves
+        QCOMPARE(e.oom_risk, OomRisk::Tight);
+        QVERIFY(e.peak_memory_range.low <= 60e9 && e.peak_memory_range.high >= 60e9);
+        QVERIFY(e.step_time_range.low <= 2 && e.step_time_range.high >= 2);
+        QCOMPARE(e.regime, std::string("data"));
     }
 
     void ringCollectivesFollowAlphaBeta()

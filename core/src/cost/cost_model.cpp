@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "shardscape/cost/cost_model.h"
 
+#include "memory_model.h"
+#include "shardscape/cost/uncertainty.h"
+
 #include "shardscape/support/error.h"
 #include "shardscape/support/strings.h"
 #include "shardscape/support/units.h"
@@ -11,6 +14,19 @@
 #include <sstream>
 
 namespace shardscape {
+
+std::string_view oomRiskName(OomRisk risk)
+{
+    switch (risk) {
+    case OomRisk::Fits:
+        return "fits";
+    case OomRisk::Tight:
+        return "tight";
+    case OomRisk::Likely:
+        break;
+    }
+    return "likely";
+}
 
 double Evaluation::peakMemory() const
 {
@@ -41,6 +57,53 @@ std::size_t layerSignature(const ModelGraph& graph, const Layer& layer)
             text << graph.tensor(t).bytes() << ',';
     }
     return std::hash<std::string> {}(text.str());
+}
+
+/**
+ * ZeRO-3 / FSDP communication on a chunk's critical path, per micro-batch: {forward, backward} seconds.
+ * Every layer is gathered by its own collective (FSDP wraps each block; DeepSpeed fetches each module's
+ * parameters), so each pays the collective's latency, which grows with the ring across thousands of ranks.
+ * - Forward: layer i's gather is issued while layer i-1 computes (the first layer's has nothing to hide under).
+ * - Backward: the block is gathered again (reshard_after_forward; DeepSpeed releases after use, and gathers a
+ *   third time for a recomputed forward), and its gradients are reduce-scattered every micro-batch, under the
+ *   backward of the neighbouring layer; the chunk's last reduce-scatter has nothing after it.
+ * Only `zero3_prefetch_overlap` of a collective hides (its kernels share the SMs and HBM), and only the part of a
+ * gather the framework issues ahead: FSDP the whole next block, DeepSpeed its prefetch bucket
+ * (stage3_prefetch_bucket_size), so a block larger than the bucket waits for the rest of its gather.
+ */
+std::pair<double, double> shardedDpExposedTime(const ParallelConfig& c, const FrameworkProfile& framework,
+                                               const CostParams& params, const CostSource& source, int first,
+                                               const std::vector<double>& layerDense,
+                                               const std::vector<const LayerCost*>& costs, const GroupShape& group,
+                                               double weightBytes)
+{
+    const double overlap = params.zero3_prefetch_overlap;
+    const double gradBytes = framework.framework == Framework::Generic ? params.grad_bytes : framework.grad_bytes;
+    const bool regather = framework.zero3_regather_for_recompute && c.recompute != RecomputeKind::None;
+    double forward = 0, backward = 0;
+    const std::size_t n = layerDense.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        const double elements = layerDense[i];
+        if (elements <= 0)
+            continue;
+        const LayerCost& lc = *costs[static_cast<std::size_t>(first) + i];
+        const double ahead
+            = framework.zero3_prefetch_elements > 0 ? std::min(1.0, framework.zero3_prefetch_elements / elements) : 1.0;
+        const double gather = source.collectiveTime(Collective::AllGather, elements * weightBytes, group)
+            + framework.sharded_dp_overhead_s;
+        const double scatter = source.collectiveTime(Collective::ReduceScatter, elements * gradBytes, group)
+            + framework.sharded_dp_overhead_s;
+        const double before = i > 0 ? costs[static_cast<std::size_t>(first) + i - 1]->forward : 0.0;
+        forward += gather - std::min(overlap * ahead * gather, before);
+        const double gathers = (regather ? 2 : 1) * gather;
+        const double under = lc.backward_input + lc.backward_weight;
+        const double scatterUnder = i > 0 ? costs[static_cast<std::size_t>(first) + i - 1]->backward_input
+                + costs[static_cast<std::size_t>(first) + i - 1]->backward_weight
+                                          : 0.0;
+        backward += gathers - std::min(overlap * ahead * gathers, under);
+        backward += scatter - std::min(overlap * scatter, scatterUnder);
+    }
+    return {forward, backward};
 }
 
 double adamStepBytesPerParam()
@@ -110,6 +173,16 @@ GroupShape CostModel::groupShape(const ParallelConfig& config, std::string_view 
         stride *= n;
     }
     return shape;
+}
+
+double CostModel::runtimeBytes(const ParallelConfig& c) const
+{
+    return shardscape::runtimeBytes(frameworkProfile(c.framework), m_params, c);
+}
+
+double CostModel::fragmentationFactor(const ParallelConfig& c) const
+{
+    return std::max(1.0, frameworkProfile(c.framework).fragmentation);
 }
 
 std::vector<int> CostModel::defaultStageLayers(int chunks) const
@@ -228,7 +301,7 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     }
     if (m_cluster.device.peak(m_graph->dtype) <= 0)
         return cat(m_cluster.device.name, " has no ", dtypeName(m_graph->dtype), " tensor-core rate");
-    return {};
+    return frameworkRestriction(frameworkProfile(c.framework), c);
 }
 
 namespace {
@@ -246,6 +319,12 @@ LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpG
     layout.micro_batch = c.micro_batch;
     layout.recompute = c.recompute;
     layout.recompute_modules = c.recompute_modules;
+    const FrameworkProfile& framework = frameworkProfile(c.framework);
+    layout.loss_saved_bytes_per_logit = framework.loss_saved_bytes_per_logit;
+    layout.loss_working_bytes_per_logit = framework.loss_working_bytes_per_logit;
+    // torchtitan's per-op AC is PyTorch's selective checkpointing policy; Megatron's --recompute-modules are
+    // module checkpoints whose outputs stay alive for the ops that consume them.
+    layout.selective_checkpoint_policy = c.framework == Framework::Torchtitan;
     layout.tp_group = tpGroup;
     layout.cp_group = cpGroup;
     // Experts spread over consecutive data-parallel ranks (Megatron's tp-cp-ep-dp order).
@@ -289,10 +368,12 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
             && pattern != recomputePattern(*m_graph, m_layers[representative], c.recompute_modules))
             subject = layer;
     }
-    std::string key = cat(
-        m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.sequence_parallel, c.tp_comm_overlap, c.fp8_linears,
-        c.eager_kernels, ',', c.micro_batch, ',', static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"),
-        ',', layout.tp_group.per_node, ',', layout.cp_group.per_node, ',', layout.ep_group.per_node, '|', pattern);
+    std::string key
+        = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.sequence_parallel, c.tp_comm_overlap,
+              c.fp8_linears, c.eager_kernels, ',', c.micro_batch, ',', static_cast<int>(c.recompute), ',',
+              join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',', layout.cp_group.per_node, ',',
+              layout.ep_group.per_node, ',', layout.loss_saved_bytes_per_logit, ',',
+              layout.loss_working_bytes_per_logit, ',', layout.selective_checkpoint_policy, '|', pattern);
     std::lock_guard lock(m_cacheMutex);
     auto& slot = m_cache[key];
     if (!slot)
@@ -329,7 +410,9 @@ struct CostModel::Assembly
         double recomputeModelFlops = 0;
         double tpComm = 0, otherComm = 0, recompute = 0;
         double weights = 0, gradients = 0, optimizer = 0;
-        double zero3Gather = 0;
+        double working = 0; ///< the largest layer working set (recompute, loss) of the chunk
+        double largestLayerParams = 0; ///< dense elements of the chunk's largest layer (ZeRO-3 unsharded buffers)
+        std::pair<double, double> shardedDpExposed; ///< ZeRO-3 comm not hidden per micro-batch: forward, backward
     };
     PipelineSpec spec;
     std::vector<Chunk> chunks;
@@ -354,6 +437,9 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     const auto sharded = [&](double dense, double expert, bool shard) {
         return shard ? dense / denseShard + expert / expertShard : dense + expert;
     };
+    const FrameworkProfile& framework = frameworkProfile(c.framework);
+    // Gradients travel in the dtype they accumulate in: fp32 in Megatron and FSDP (reduce_dtype), bf16 in DeepSpeed.
+    const double gradCommBytes = c.framework == Framework::Generic ? m_params.grad_bytes : framework.grad_bytes;
 
     PipelineSpec& spec = a->spec;
     spec.schedule = c.pp == 1 ? ScheduleKind::OneFOneB : c.schedule;
@@ -384,6 +470,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             chunk.tpComm += lc.tp_comm;
             chunk.otherComm += lc.other_comm;
             chunk.recompute += lc.recompute;
+            chunk.working = std::max(chunk.working, lc.working_bytes);
         }
         stage.send_forward = k + 1 < chunks
             ? m_source->p2pTime(costs[static_cast<std::size_t>(chunk.last)]->output_bytes, ppInterNode)
@@ -398,17 +485,22 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
         chunk.params = paramsPerDevice(*m_graph, members, c.tp, c.ep);
         const double dense = chunk.params.dense;
         const double expert = chunk.params.expert;
-        chunk.weights = sharded(dense, expert, c.zero_stage >= 3) * weightBytes;
-        chunk.gradients = sharded(dense, expert, c.zero_stage >= 2) * m_params.grad_bytes;
-        chunk.optimizer = sharded(dense, expert, c.zero_stage >= 1) * weightBytes
-            * (m_params.opt_resident_coef + m_params.opt_transient_coef);
-        if (c.zero_stage >= 3)
-            chunk.zero3Gather = 2 * dense / (chunk.last - chunk.first + 1) * weightBytes;
+        const ParameterMemory resident
+            = parameterMemory(framework, m_params, c, chunk.params, weightBytes, {denseShard, expertShard});
+        chunk.weights = resident.weights;
+        chunk.gradients = resident.gradients;
+        chunk.optimizer = resident.optimizer;
+        std::vector<double> layerDense; // per layer of the chunk: ZeRO-3 gathers and reduce-scatters one layer
+        layerDense.reserve(members.size());
+        for (const Layer* layer : members) {
+            layerDense.push_back(paramsPerDevice(*m_graph, {layer}, c.tp, c.ep).dense);
+            chunk.largestLayerParams = std::max(chunk.largestLayerParams, layerDense.back());
+        }
         stage.static_bytes = chunk.weights + chunk.gradients + chunk.optimizer;
 
         // Data-parallel gradient sync (ZeRO 1/2: reduce-scatter + all-gather, the same volume as an all-reduce).
         const double expertSyncTime
-            = m_source->collectiveTime(Collective::AllReduce, expert * m_params.grad_bytes, expertSync);
+            = m_source->collectiveTime(Collective::AllReduce, expert * gradCommBytes, expertSync);
         const auto exposed = [&](double comm, double compute) {
             return std::max(comm * (1 - m_params.zero3_prefetch_overlap), comm - compute);
         };
@@ -423,11 +515,13 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             // ZeRO-3 also gathers the weights for every forward and backward. Prefetching and bucketing hide most
             // of it under compute.
             const double scatter
-                = m_source->collectiveTime(Collective::ReduceScatter, dense * m_params.grad_bytes, denseZero);
+                = m_source->collectiveTime(Collective::ReduceScatter, dense * gradCommBytes, denseZero);
             const double gather = m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero);
             if (c.zero_stage >= 3) {
-                stage.forward += exposed(gather, stage.forward);
-                stage.backward_input += exposed(gather + scatter, stage.backward_input + stage.backward_weight);
+                chunk.shardedDpExposed = shardedDpExposedTime(c, framework, m_params, *m_source, chunk.first,
+                                                              layerDense, costs, denseZero, weightBytes);
+                stage.forward += chunk.shardedDpExposed.first;
+                stage.backward_input += chunk.shardedDpExposed.second;
                 stage.grad_sync = expertSyncTime;
             } else {
                 stage.backward_input += exposed(scatter, stage.backward_input + stage.backward_weight);
@@ -439,14 +533,13 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             // all-gather the updated 16-bit weights. Calibration fix: this was costed as an all-reduce of
             // gradients, which moves grad_bytes (fp32 in Megatron, DeepSpeed bf16) instead of the weights' 2 bytes in
             // the gather half.
-            stage.grad_sync
-                = m_source->collectiveTime(Collective::ReduceScatter, dense * m_params.grad_bytes, denseZero)
+            stage.grad_sync = m_source->collectiveTime(Collective::ReduceScatter, dense * gradCommBytes, denseZero)
                 + paramGather(m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero),
                               stage.forward)
                 + expertSyncTime;
         } else {
-            stage.grad_sync = m_source->collectiveTime(Collective::AllReduce, dense * m_params.grad_bytes, denseSync)
-                + expertSyncTime;
+            stage.grad_sync
+                = m_source->collectiveTime(Collective::AllReduce, dense * gradCommBytes, denseSync) + expertSyncTime;
         }
         stage.grad_sync_overlap = m_params.dp_overlap * (stage.backward_input + stage.backward_weight);
 
@@ -475,7 +568,8 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
         report.devices = c.tp * c.cp * c.dp;
         report.first_layer = a.chunks[static_cast<std::size_t>(r)].first;
         double largest = 0;
-        double zero3Gather = 0;
+        double working = 0;
+        double largestLayerParams = 0;
         for (int k = r; k < chunks; k += c.pp) {
             const auto& chunk = a.chunks[static_cast<std::size_t>(k)];
             const auto& stage = a.spec.stages[static_cast<std::size_t>(k)];
@@ -486,11 +580,15 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
             report.memory.gradients += chunk.gradients;
             report.memory.optimizer += chunk.optimizer;
             largest = std::max(largest, chunk.largest);
-            zero3Gather = std::max(zero3Gather, chunk.zero3Gather);
+            working = std::max(working, chunk.working);
+            largestLayerParams = std::max(largestLayerParams, chunk.largestLayerParams);
         }
+        const FrameworkProfile& framework = frameworkProfile(c.framework);
         report.memory.activations = std::max(0.0, peakStash[static_cast<std::size_t>(r)]);
-        report.memory.transient = m_params.transient_mem_coef * largest + zero3Gather;
-        report.memory.reserve = m_params.runtime_reserve_bytes;
+        report.memory.transient = m_params.transient_mem_coef * largest + working
+            + shardedDpWorkingBytes(framework, c, largestLayerParams, dtypeBytes(m_graph->dtype))
+            + fixedBufferBytes(framework, c);
+        addReserve(report.memory, framework, m_params, c);
         report.peak_inflight = inflight[static_cast<std::size_t>(r)];
     }
 
@@ -510,8 +608,10 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
 
     // Where the time of the busiest rank goes.
     const auto busiest = static_cast<int>(std::max_element(busy.begin(), busy.end()) - busy.begin());
-    double tpComm = 0, otherComm = 0, recompute = 0;
+    double tpComm = 0, otherComm = 0, recompute = 0, shardedDp = 0;
     for (int k = busiest; k < chunks; k += c.pp) {
+        shardedDp += a.chunks[static_cast<std::size_t>(k)].shardedDpExposed.first
+            + a.chunks[static_cast<std::size_t>(k)].shardedDpExposed.second;
         tpComm += a.chunks[static_cast<std::size_t>(k)].tpComm;
         otherComm += a.chunks[static_cast<std::size_t>(k)].otherComm;
         recompute += a.chunks[static_cast<std::size_t>(k)].recompute;
@@ -520,7 +620,9 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
     e.time.tp_comm = tpComm * m;
     e.time.other_comm = otherComm * m;
     e.time.recompute = recompute * m;
-    e.time.compute = busy[static_cast<std::size_t>(busiest)] - e.time.tp_comm - e.time.other_comm - e.time.recompute;
+    e.time.sharded_dp = shardedDp * m;
+    e.time.compute = busy[static_cast<std::size_t>(busiest)] - e.time.tp_comm - e.time.other_comm - e.time.recompute
+        - e.time.sharded_dp;
     e.time.pp_bubble = std::max(0.0, pipelineTime - busy[static_cast<std::size_t>(busiest)]);
     e.time.optimizer = a.spec.optimizer_step;
     e.time.dp_exposed = std::max(0.0, stepTime - pipelineTime - a.spec.optimizer_step);
@@ -565,6 +667,7 @@ Evaluation CostModel::evaluate(const ParallelConfig& c, const Workload& w, const
         stash[static_cast<std::size_t>(r)] = sim->peak_memory[static_cast<std::size_t>(r)] - fixedBytes;
     }
     finish(e, *a, stash, sim->peak_inflight, sim->step_time, sim->pipeline_time, sim->busy);
+    applyUncertainty(e, m_graph->seq_len, w.min_memory_headroom_bytes);
     return e;
 }
 
@@ -575,19 +678,16 @@ CostModel::LayerProfile CostModel::layerProfile(const ParallelConfig& c) const
     const double weightBytes = dtypeBytes(m_graph->dtype);
     const double denseShard = static_cast<double>(c.dp * c.cp) / c.zero_ngroups;
     const double expertShard = std::max(1.0, denseShard / c.ep);
-    const double optimizerBytes = weightBytes * (m_params.opt_resident_coef + m_params.opt_transient_coef);
+    const FrameworkProfile& framework = frameworkProfile(c.framework);
     for (std::size_t l = 0; l < m_layers.size(); ++l) {
         const LayerCost& lc = *costs[l];
         const LayerParams p = paramsPerDevice(*m_graph, {&m_layers[l]}, c.tp, c.ep);
-        const auto sharded
-            = [&](bool shard) { return shard ? p.dense / denseShard + p.expert / expertShard : p.dense + p.expert; };
         profile.time.push_back(lc.forward + lc.backward_input + lc.backward_weight);
-        profile.static_bytes.push_back(sharded(c.zero_stage >= 3) * weightBytes
-                                       + sharded(c.zero_stage >= 2) * m_params.grad_bytes
-                                       + sharded(c.zero_stage >= 1) * optimizerBytes);
+        profile.static_bytes.push_back(
+            parameterMemory(framework, m_params, c, p, weightBytes, {denseShard, expertShard}).total());
         profile.stash_bytes.push_back(lc.activation_bytes);
-        profile.transient_bytes.push_back(m_params.transient_mem_coef * lc.largest_activation_bytes
-                                          + (c.zero_stage >= 3 ? 2 * p.dense * weightBytes : 0));
+        profile.transient_bytes.push_back(m_params.transient_mem_coef * lc.largest_activation_bytes + lc.working_bytes
+                                          + shardedDpWorkingBytes(framework, c, p.dense, weightBytes));
     }
     return profile;
 }
@@ -668,6 +768,7 @@ Evaluation CostModel::estimate(const ParallelConfig& c, const Workload& w, bool 
         busyMean += b > 0 ? (pipelineTime - b) / b : 0;
     e.bubble_ratio = busyMean / p;
     finish(e, *a, stash, inflight, stepTime, pipelineTime, busy);
+    applyUncertainty(e, m_graph->seq_len, w.min_memory_headroom_bytes);
     return e;
 }
 

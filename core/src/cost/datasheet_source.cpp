@@ -83,8 +83,11 @@ public:
                 + flat(Collective::AllGather, bytes, local, intraBandwidth(), intraLat);
         case Collective::AllGather:
         case Collective::ReduceScatter:
+            // The local GPUs split the bytes over their NICs, but every one of those rings still takes nodes - 1
+            // steps: the latency term is not divided (it was, which hid the per-layer ZeRO-3 gathers' latency at
+            // thousands of ranks).
             return flat(kind, bytes / nodes, local, intraBandwidth(), intraLat)
-                + flat(kind, bytes, nodes, interBandwidth(), interLat) / local;
+                + flat(kind, bytes / local, nodes, interBandwidth(), interLat);
         case Collective::AllToAll:
             break;
         }

@@ -209,6 +209,10 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     };
 
     std::unordered_set<TensorId> stashed;
+    std::unordered_set<TensorId> fullStash; ///< what the layer would save without recomputation
+    std::vector<TensorId> produced;
+    TensorId lossLogits = -1;
+    double lossSavedBytes = 0;
     std::unordered_set<TensorId> columnInputs;
     std::vector<OverlappedCollective> overlapped;
     std::unordered_map<TensorId, std::size_t> overlappedInput; ///< gathered column input -> its entry
@@ -265,22 +269,39 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         cost.backward_weight += bwdW;
         cost.flops += fwdFlops + bwdInputFlops + bwdWeightFlops;
 
+        if (op.kind == OpKind::Loss && !op.inputs.empty()) {
+            // Every framework computes cross-entropy on an fp32 copy of the logits and saves the fp32 softmax
+            // (framework_profile.cpp cites each): the 16-bit logits are not what backward keeps.
+            const Tensor& logitsTensor = graph.tensor(op.inputs.front());
+            const double logits = bytesOf(op.inputs.front()) / std::max(1, dtypeBytes(logitsTensor.dtype));
+            lossSavedBytes += logits * layout.loss_saved_bytes_per_logit;
+            cost.working_bytes = std::max(cost.working_bytes, logits * layout.loss_working_bytes_per_logit);
+        }
+        const auto keeps
+            = [&](TensorId t) { return op.kind != OpKind::Loss || op.inputs.empty() || t != op.inputs.front(); };
+        for (const auto t : op.saved)
+            if (keeps(t))
+                fullStash.insert(t);
         if (!instanceOf[i].empty()) {
             cost.recompute += fwd;
             cost.recompute_flops += fwdFlops;
             cost.recompute_model_flops += op.flops_fwd * batchScale;
             // A recomputed module keeps its external inputs, and what ops outside it need.
             for (const auto t : op.inputs)
-                if (!graph.tensor(t).is_param && !producedInside(t, instanceOf[i]))
+                if (!graph.tensor(t).is_param && !producedInside(t, instanceOf[i]) && keeps(t))
                     stashed.insert(t);
             for (const auto t : op.saved)
-                if (!producedInside(t, instanceOf[i]))
+                if (!producedInside(t, instanceOf[i]) && keeps(t))
                     stashed.insert(t);
         } else {
-            stashed.insert(op.saved.begin(), op.saved.end());
+            for (const auto t : op.saved)
+                if (keeps(t))
+                    stashed.insert(t);
         }
         for (const auto t : op.outputs)
-            cost.largest_activation_bytes = std::max(cost.largest_activation_bytes, bytesOf(t));
+            produced.push_back(t);
+        if (op.kind == OpKind::Loss && !op.inputs.empty())
+            lossLogits = op.inputs.front();
 
         // Megatron's tensor-parallel collectives (Shoeybi et al.; Korthikanti et al. for SP).
         const double tpFwdBefore = tpFwd;
@@ -345,9 +366,42 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         }
     }
 
+    // The biggest temporary a layer's backward holds twice (input and gradient); the logits are in the loss's
+    // working set already.
+    for (const auto t : produced)
+        if (t != lossLogits)
+            cost.largest_activation_bytes = std::max(cost.largest_activation_bytes, bytesOf(t));
+    const bool anyRecomputed
+        = std::any_of(instanceOf.begin(), instanceOf.end(), [](const std::string& i) { return !i.empty(); });
+    const bool anyKept
+        = std::any_of(instanceOf.begin(), instanceOf.end(), [](const std::string& i) { return i.empty(); });
+    if (layout.selective_checkpoint_policy && anyRecomputed && anyKept) {
+        // torch.utils.checkpoint with a policy (torchtitan's _apply_op_sac): the region keeps its inputs and the
+        // cached outputs of the ops the policy saves (mm, SDPA); every other tensor backward needs is recomputed.
+        stashed.clear();
+        for (std::size_t i = 0; i < layer.ops.size(); ++i) {
+            const Op& op = graph.op(layer.ops[i]);
+            for (const auto t : op.inputs) {
+                const OpId from = producer[static_cast<std::size_t>(t)];
+                if (!graph.tensor(t).is_param && (from < 0 || !indexOf.count(from)))
+                    stashed.insert(t);
+            }
+            if (instanceOf[i].empty() && (isGemm(op.kind) || op.kind == OpKind::FlashAttention))
+                stashed.insert(op.outputs.begin(), op.outputs.end());
+        }
+    }
     for (const auto t : stashed)
         if (!graph.tensor(t).is_param)
             cost.activation_bytes += bytesOf(t);
+    cost.activation_bytes += lossSavedBytes;
+    // Recomputation re-creates the module's whole stash before its backward runs (torch.utils.checkpoint and
+    // Megatron's CheckpointFunction run the forward again, then backward through it), so for the length of this
+    // layer's backward everything it would have saved is alive beside what it did save.
+    double fullBytes = lossSavedBytes;
+    for (const auto t : fullStash)
+        if (!graph.tensor(t).is_param)
+            fullBytes += bytesOf(t);
+    cost.working_bytes = std::max(cost.working_bytes, fullBytes - cost.activation_bytes);
 
     if (cp > 1 && cpKvBytes > 0) {
         // Ring attention: cp - 1 steps each passing the local K/V chunk on, hidden under the attention compute.

@@ -53,6 +53,8 @@ std::string ParallelConfig::describe() const
         text += cat("(", join(recompute_modules, ","), ")");
     if (pp > 1)
         text += cat(" ", scheduleName(schedule));
+    if (framework != Framework::Generic)
+        text += cat(" [", frameworkName(framework), "]");
     return text;
 }
 

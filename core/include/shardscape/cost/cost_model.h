@@ -40,8 +40,25 @@ struct TimeBreakdown
     double other_comm = 0; ///< CP ring and MoE all-to-all (exposed)
     double pp_bubble = 0; ///< idle waiting inside the pipeline
     double dp_exposed = 0; ///< data-parallel gradient sync not hidden under backward
+    double sharded_dp = 0; ///< ZeRO-3 / FSDP parameter gathers and gradient reduce-scatters not hidden (exposed)
     double optimizer = 0;
 };
+
+/** A prediction's likely range: low <= value <= high covers the calibration residuals of its regime. */
+struct PredictionRange
+{
+    double low = 0;
+    double high = 0;
+};
+
+/** How likely the configuration runs out of memory, given the memory prediction's range. */
+enum class OomRisk : std::uint8_t
+{
+    Fits, ///< even the high end of the peak's range is under the limit (with the required headroom)
+    Tight, ///< the predicted peak fits, its range's high end does not
+    Likely ///< the predicted peak is over the limit
+};
+std::string_view oomRiskName(OomRisk risk); ///< "fits", "tight", "likely"
 
 /** Everything `simulate` and the planner report about one configuration. */
 struct Evaluation
@@ -59,6 +76,12 @@ struct Evaluation
     double memory_limit_bytes = 0;
     std::vector<StageReport> stages; ///< one per pipeline rank
     TimeBreakdown time;
+    /** Step time range (seconds) and per-device peak memory range (bytes) from the calibration residuals of the
+        configuration's regime (core/src/cost/uncertainty.cpp), and the OOM risk they imply. */
+    PredictionRange step_time_range;
+    PredictionRange peak_memory_range;
+    OomRisk oom_risk = OomRisk::Likely;
+    std::string regime; ///< the calibration regime the ranges come from
     std::shared_ptr<const SimulationResult> simulation; ///< with the timeline when requested
 
     /** Largest per-device peak over stages, bytes. */
@@ -71,6 +94,9 @@ struct Workload
     std::int64_t global_batch = 0; ///< sequences per step
     std::int64_t seq_len = 0; ///< tokens per sequence (the graph must be built with it)
     double memory_limit_bytes = 0; ///< per device; 0 = the device's capacity
+    /** Headroom a plan must leave under the limit to count as "fits" rather than "tight"; < 0 = automatic (the
+        high end of the peak-memory range of the configuration's calibration regime). */
+    double min_memory_headroom_bytes = -1;
 };
 
 struct EvaluateOptions
@@ -121,6 +147,11 @@ public:
 
     /** Model FLOPs (forward + backward, no recomputation) per token. */
     double modelFlopsPerToken() const { return m_flopsPerToken; }
+
+    /** Bytes outside the tensors per device (CUDA context, NCCL, cuBLAS; Generic: the runtime reserve). */
+    double runtimeBytes(const ParallelConfig& config) const;
+    /** The caching allocator's reserved / allocated ratio under the config's framework (1 for Generic). */
+    double fragmentationFactor(const ParallelConfig& config) const;
 
     /** Why `config` cannot run on this model and cluster at all (before costing); empty when it can. */
     std::string structuralProblem(const ParallelConfig& config, const Workload& workload,

@@ -25,6 +25,14 @@ struct LayerLayout
     double micro_batch = 1; ///< sequences per micro-batch
     RecomputeKind recompute = RecomputeKind::None;
     std::vector<std::string> recompute_modules;
+    /** The framework's fp32 loss: bytes per logit saved for backward, and live beside them at the loss's peak
+        (FrameworkProfile). */
+    double loss_saved_bytes_per_logit = 4;
+    double loss_working_bytes_per_logit = 6;
+    /** Recomputation by modules is PyTorch's selective activation checkpointing (torchtitan's per-op AC): the
+        block is one checkpoint region whose policy saves the outputs of the GEMMs and attention kernels not
+        listed, and recomputes everything else, so only those outputs and the region's inputs are stashed. */
+    bool selective_checkpoint_policy = false;
     GroupShape tp_group;
     GroupShape cp_group;
     GroupShape ep_group;
@@ -44,6 +52,9 @@ struct LayerCost
     double recompute_model_flops = 0; ///< the same recomputation counted once for the model (for HFU)
     double activation_bytes = 0; ///< stashed from forward to backward
     double largest_activation_bytes = 0; ///< the biggest single activation produced (transient sizing)
+    /** Bytes live only while this layer runs its backward: the activations a recomputed module re-creates (they
+        are all alive at once before its backward starts) and the loss's fp32 logits working set. */
+    double working_bytes = 0;
     double output_bytes = 0; ///< activation sent to the next pipeline stage when a boundary follows
 };
 

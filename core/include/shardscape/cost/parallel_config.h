@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "shardscape/cost/framework_profile.h"
 #include "shardscape/model/dtype.h"
 #include "shardscape/sim/schedule.h"
 
@@ -52,6 +53,9 @@ struct ParallelConfig
     /** Eager PyTorch (no torch.compile): RMSNorm, rotary embedding and SwiGLU run as chains of unfused kernels,
         several of them in fp32, instead of one fused kernel each (torch.compile, Megatron/Transformer Engine). */
     bool eager_kernels = false;
+    /** The framework the plan is for: its memory terms, its sharded-DP implementation and what it can run
+        (framework_profile.h). Generic keeps the CostParams coefficients. */
+    Framework framework = Framework::Generic;
     RecomputeKind recompute = RecomputeKind::None;
     std::vector<std::string> recompute_modules; ///< suffixes of module paths; "ROOT" = every block
     ScheduleKind schedule = ScheduleKind::OneFOneB;

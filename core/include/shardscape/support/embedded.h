@@ -17,5 +17,7 @@ struct EmbeddedFile
 const std::vector<EmbeddedFile>& embeddedModelPresets();
 /** The files of resources/devices: datasheet device presets. */
 const std::vector<EmbeddedFile>& embeddedDevicePresets();
+/** The files of resources/calibration: residual tables written by the calibration benches (uncertainty ranges). */
+const std::vector<EmbeddedFile>& embeddedCalibrationTables();
 
 } // namespace shardscape

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "shardscape/sim/schedule.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shardscape {
+
+/** The training framework a plan is for. It decides what the job allocates, how it communicates and what it can run. */
+enum class Framework : std::uint8_t
+{
+    Generic, ///< no framework: the CostParams knobs (nnScaler's coefficients) decide memory
+    MegatronCore,
+    NeMo,
+    Torchtitan,
+    DeepSpeed,
+    Composer
+};
+
+/** "generic", "megatron-core", "nemo", "torchtitan", "deepspeed", "composer" */
+std::string_view frameworkName(Framework framework);
+/** Accepts the names above and the aliases "megatron", "megatron-lm", "mcore", "titan", "llm-foundry". */
+std::optional<Framework> parseFramework(std::string_view name);
+/** Every framework, Generic first (for menus and error messages). */
+const std::vector<Framework>& allFrameworks();
+
+/** How a framework fetches sharded parameters under ZeRO-3 / FSDP. */
+enum class ShardedDpImpl : std::uint8_t
+{
+    /** FSDP1/FSDP2, Megatron-FSDP: one flat all-gather per wrapped block on its own stream, the next block's
+        gather issued before the current block runs (prefetch depth 1), one reduce-scatter per block in backward. */
+    PerModule,
+    /** DeepSpeed ZeRO-3 (stage3.py, 2021 design): parameters fetched on the host-side trace of the module order,
+        coalesced into prefetch buckets; each fetch waits on its module's hooks, and the hooks serialise with the
+        compute stream, so only part of the gather hides. */
+    PerParameter
+};
+
+/**
+ * What one framework allocates per parameter and per token, and which configurations it can run. Every term is
+ * read from the framework's source (core/src/cost/framework_profile.cpp cites file and function per value).
+ * Byte counts are per parameter element (P) or per logit element unless the name says otherwise.
+ */
+struct FrameworkProfile
+{
+    Framework framework = Framework::Generic;
+    std::string version; ///< the framework versions the terms were read from
+
+    // --- per-parameter state -----------------------------------------------------------------------------------
+    /** The compute copy of the weights (16-bit: bf16). */
+    double weight_bytes = 2;
+    /** FSDP keeps the sharded parameters in fp32 and all-gathers 16-bit compute copies per block (FSDP2's
+        MixedPrecisionPolicy, Composer's FSDP "DEFAULT"); the master copy is then the sharded parameter itself. */
+    bool sharded_fp32_params = false;
+    /** Gradient element size where the gradients accumulate (fp32 main grads: 4; DeepSpeed's bf16 grads: 2). */
+    double grad_bytes = 4;
+    /** Megatron's distributed optimizer (ZeRO-1) keeps the whole fp32 grad buffer on every rank; DeepSpeed's ZeRO-1
+        BF16 optimizer keeps fp32 gradient copies of the whole model too. */
+    bool zero1_full_grad_buffer = true;
+    /** A second, fp32 gradient copy of the rank's shard (DeepSpeed ZeRO-1/2 accumulates bf16 grads, then keeps an
+        fp32 partition for the step: single_partition_of_fp32_groups' .grad). */
+    double fp32_grad_partition_bytes = 0;
+    /** fp32 master weights, 0 when the sharded parameters are fp32 already. */
+    double master_bytes = 4;
+    /** Adam's exp_avg and exp_avg_sq in fp32. */
+    double adam_state_bytes = 8;
+
+    // --- fixed buffers, bytes per GPU ---------------------------------------------------------------------------
+    /** Gradient-reduction buckets outside the gradient buffer (DeepSpeed reduce_bucket_size x 2 buffers). */
+    double grad_bucket_bytes = 0;
+    /** Parameter gather buckets for ZeRO-1/2's post-step all-gather (DeepSpeed allgather_bucket_size). */
+    double gather_bucket_bytes = 0;
+    /** ZeRO-3: blocks whose 16-bit parameters are unsharded at once (the running one plus those prefetched). */
+    int zero3_live_blocks = 2;
+    /** ZeRO-3: the unsharded gradients of a block before its reduce-scatter, in bytes per element (bf16 grad plus
+        the fp32 reduce copy under FSDP2's reduce_dtype float32). */
+    double zero3_unsharded_grad_bytes = 6;
+
+    // --- loss --------------------------------------------------------------------------------------------------
+    /** Bytes per logit saved for the loss's backward (fp32 softmax / log-softmax). Replaces the 16-bit logits. */
+    double loss_saved_bytes_per_logit = 4;
+    /** Bytes per logit live beside the saved ones at the loss's peak (the 16-bit logits, an fp32 upcast, the fp32
+        gradient before its cast back to 16 bits). */
+    double loss_working_bytes_per_logit = 6;
+
+    // --- runtime outside the tensors ----------------------------------------------------------------------------
+    /** CUDA context and the framework's kernels' module images (outside the caching allocator). */
+    double cuda_context_bytes = 0;
+    /** NCCL communicators' channel buffers, per communicator the rank belongs to (NCCL_BUFFSIZE x channels). */
+    double nccl_bytes_per_communicator = 0;
+    /** cuBLAS / cuBLASLt workspaces (allocated through the caching allocator in PyTorch >= 2.3). */
+    double cublas_workspace_bytes = 0;
+    /** The caching allocator's reserved / allocated at the peak (block rounding, split blocks). */
+    double fragmentation = 1.0;
+
+    // --- communication -----------------------------------------------------------------------------------------
+    ShardedDpImpl sharded_dp = ShardedDpImpl::PerModule;
+    /** ZeRO-3: parameter elements fetched ahead of the running module; 0 = the whole next block (FSDP's prefetch).
+        A block larger than this waits, unhidden, for the rest of its gather. */
+    double zero3_prefetch_elements = 0;
+    /** ZeRO-3 re-gathers a block's parameters for the recomputed forward (DeepSpeed releases them after each
+        use; FSDP's backward pre-hook has already unsharded them when the checkpoint re-runs the forward). */
+    bool zero3_regather_for_recompute = false;
+    /** Host-side overhead per sharded-DP collective (hooks, stream waits, launches), seconds. */
+    double sharded_dp_overhead_s = 0;
+
+    // --- what the framework can run (bounds the search) --------------------------------------------------------
+    std::vector<int> zero_stages {0, 1, 2, 3};
+    std::vector<ScheduleKind> schedules {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B,
+                                         ScheduleKind::ZeroBubbleH1};
+    bool pipeline_with_zero23 = true; ///< DeepSpeed's pipeline engine refuses ZeRO-2/3
+    bool context_parallel = true;
+    bool expert_parallel = true;
+    bool tensor_parallel = true;
+    bool fp8 = true;
+    bool requires_sharded_dp = false; ///< torchtitan trains in bf16 only under FSDP (dp x cp >= 2)
+    /** PyTorch's 1F1B / interleaved schedules raise with fewer micro-batches than pipeline stages. */
+    bool microbatches_at_least_stages = false;
+};
+
+/** The profile of a framework (static storage). */
+const FrameworkProfile& frameworkProfile(Framework framework);
+
+struct ParallelConfig;
+/** Why `framework` cannot run `config` (empty when it can): the search uses it to skip such candidates. */
+std::string frameworkRestriction(const FrameworkProfile& profile, const ParallelConfig& config);
+
+} // namespace shardscape

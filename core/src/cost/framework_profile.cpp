@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+// What each training framework allocates and can run, read from its source. Each value cites the file and the
+// function it comes from; "UNVERIFIED" marks an estimate no source states.
+#include "shardscape/cost/framework_profile.h"
+
+#include "shardscape/cost/parallel_config.h"
+#include "shardscape/support/strings.h"
+#include "shardscape/support/units.h"
+
+#include <algorithm>
+#include <array>
+
+namespace shardscape {
+
+std::string_view frameworkName(Framework framework)
+{
+    switch (framework) {
+    case Framework::Generic:
+        return "generic";
+    case Framework::MegatronCore:
+        return "megatron-core";
+    case Framework::NeMo:
+        return "nemo";
+    case Framework::Torchtitan:
+        return "torchtitan";
+    case Framework::DeepSpeed:
+        return "deepspeed";
+    case Framework::Composer:
+        break;
+    }
+    return "composer";
+}
+
+std::optional<Framework> parseFramework(std::string_view name)
+{
+    for (const auto f : allFrameworks())
+        if (frameworkName(f) == name)
+            return f;
+    if (name == "megatron" || name == "megatron-lm" || name == "mcore")
+        return Framework::MegatronCore;
+    if (name == "titan")
+        return Framework::Torchtitan;
+    if (name == "llm-foundry")
+        return Framework::Composer;
+    return std::nullopt;
+}
+
+const std::vector<Framework>& allFrameworks()
+{
+    static const std::vector<Framework> all {Framework::Generic,    Framework::MegatronCore, Framework::NeMo,
+                                             Framework::Torchtitan, Framework::DeepSpeed,    Framework::Composer};
+    return all;
+}
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+/**
+ * Shared by every PyTorch-based framework on a current CUDA (12.x, lazy module loading):
+ * - CUDA context plus the loaded kernel images: 300-400 MiB with lazy module loading (PyTorch maintainers in
+ *   pytorch/pytorch issues #107667 and #109888; it grows with the number of distinct kernels a job loads).
+ * - cuBLAS workspace: PyTorch's getChosenWorkspaceSize() (aten/src/ATen/cuda/CublasHandlePool.cpp) defaults to
+ *   32 MiB on sm90 (4 MiB x 8 otherwise) per handle and stream; a training step uses the compute stream and,
+ *   with overlapped communication, one or two side streams: 3 handles.
+ * - NCCL: every communicator the rank has used keeps NCCL_BUFFSIZE (4 MiB) per channel and peer for its
+ *   protocols (nccl src/transport/p2p.cc, net.cc); with 16-32 channels on NVLink/IB nodes that is 100-250 MiB per
+ *   communicator (UNVERIFIED average).
+ */
+FrameworkProfile pytorchRuntime(FrameworkProfile p)
+{
+    p.cuda_context_bytes = 384 * kMiB;
+    p.cublas_workspace_bytes = 3 * 32 * kMiB;
+    p.nccl_bytes_per_communicator = 160 * kMiB;
+    return p;
+}
+
+FrameworkProfile generic()
+{
+    FrameworkProfile p;
+    p.framework = Framework::Generic;
+    p.version = "none (CostParams coefficients)";
+    return p;
+}
+
+/**
+ * Megatron-LM core_v0.12 - core_v0.15:
+ * - weights bf16 (Float16Module, megatron/core/transformer/module.py);
+ * - main grads in one fp32 buffer per bucket group: DistributedDataParallelConfig.grad_reduce_in_fp32 is set from
+ *   --accumulate-allreduce-grads-in-fp32, which megatron/training/arguments.py forces on for bf16
+ *   (validate_args); megatron/core/distributed/param_and_grad_buffer.py _ParamAndGradBuffer allocates grad_data
+ *   for every parameter, and the distributed optimizer shards only the fp32 master params and Adam states
+ *   (docs/source/api-guide/dist_optimizer.md: 6 + 12/d bytes per parameter with bf16 params and fp32 grads);
+ * - loss: tensor_parallel.vocab_parallel_cross_entropy(logits.float(), ...) (megatron/core/tensor_parallel/
+ *   cross_entropy.py, _VocabParallelCrossEntropy.forward): the fp32 copy is turned into exp_logits in place and
+ *   saved (4 B per logit); the bf16 logits are live beside it (2 B); backward scales the saved softmax in place
+ *   and casts it to bf16 (2 B): 6 B per logit at either peak, 2 beyond the saved 4;
+ * - Megatron-FSDP (ZeRO-2/3, --use-megatron-fsdp): fp32 main params and grads sharded, bf16 buffers per module;
+ * - schedules: forward_backward_pipelining_without_interleaving (1F1B) and _with_interleaving
+ *   (megatron/core/pipeline_parallel/schedules.py get_forward_backward_func); no GPipe, no zero-bubble schedule;
+ * - caching allocator: reserved / allocated around 1.1 at the peak (Megatron's "max reserved" / "max allocated"
+ *   log lines; the measured-peak set, tests/data/measured_peaks.md).
+ */
+FrameworkProfile megatronCore()
+{
+    FrameworkProfile p = pytorchRuntime({});
+    p.framework = Framework::MegatronCore;
+    p.version = "Megatron-LM core_v0.12-core_v0.15";
+    p.grad_bytes = 4;
+    p.zero1_full_grad_buffer = true;
+    p.master_bytes = 4;
+    p.adam_state_bytes = 8;
+    p.zero3_live_blocks = 2;
+    p.zero3_unsharded_grad_bytes = 4; // Megatron-FSDP reduces the fp32 main grads of the module's bucket
+    p.loss_saved_bytes_per_logit = 4;
+    p.loss_working_bytes_per_logit = 2;
+    p.fragmentation = 1.10;
+    p.schedules = {ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B};
+    return p;
+}
+
+/** NeMo 2.x runs Megatron-Core (the same buffers and schedules); its performance recipes set
+    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (nemo/lightning/run/plugins.py PerfEnvPlugin), which removes
+    most of the allocator's split-block slack. */
+FrameworkProfile nemo()
+{
+    FrameworkProfile p = megatronCore();
+    p.framework = Framework::NeMo;
+    p.version = "NeMo 2.x (Megatron-Core underneath)";
+    p.fragmentation = 1.03;
+    return p;
+}
+
+/**
+ * torchtitan v0.2.x (FSDP2, torch.distributed.fsdp.fully_shard):
+ * - parameters sharded in fp32; MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)
+ *   (torchtitan/models/llama3/infra/parallelize.py apply_fsdp) all-gathers bf16 copies per block, so the
+ *   master copy is the fp32 shard itself (4/d), grads sharded fp32 (4/d), AdamW states 8/d;
+ * - unsharded: the running block and the one prefetched (FSDP2 implicit forward prefetch of one module,
+ *   torch/distributed/fsdp/_fully_shard/_fsdp_state.py); in backward the block's bf16 grads plus their fp32
+ *   copy for the reduce-scatter (reduce_dtype float32, _fsdp_collectives.py foreach_reduce): 2 + 4 B/element;
+ * - loss: cross_entropy_loss (torchtitan/components/loss.py) = F.cross_entropy(pred.flatten(0, 1).float(), ...):
+ *   log_softmax's fp32 output is saved (4 B per logit); at the forward's peak the bf16 logits and the fp32 copy
+ *   are live (2 + 4); the train step deletes the logits before backward, where NLL's dense fp32 gradient and
+ *   log-softmax's fp32 input gradient are live beside the saved output (4 + 4): 8 B working;
+ * - under pipeline parallelism torchtitan sets reshard_after_forward=False (apply_fsdp), and it never reshards the
+ *   final norm and output after forward: a stage keeps its blocks' bf16 copies from forward to backward;
+ * - trains in bf16 only under FSDP: without dp_shard or cp the model keeps fp32 weights (training.mixed_precision
+ *   applies in apply_fsdp), so the profile requires dp x cp >= 2;
+ * - schedules: torch.distributed.pipelining ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B (no ZB-H1;
+ *   its zero-bubble schedules are interleaved ones); Schedule1F1B raises when n_microbatches < num_stages.
+ */
+FrameworkProfile torchtitan()
+{
+    FrameworkProfile p = pytorchRuntime({});
+    p.framework = Framework::Torchtitan;
+    p.version = "torchtitan v0.2.0-v0.2.2 (PyTorch 2.8-2.9 FSDP2)";
+    p.sharded_fp32_params = true;
+    p.grad_bytes = 4;
+    p.master_bytes = 0;
+    p.adam_state_bytes = 8;
+    p.zero3_live_blocks = 2;
+    p.zero3_unsharded_grad_bytes = 2 + 4;
+    p.loss_saved_bytes_per_logit = 4;
+    p.loss_working_bytes_per_logit = 8;
+    p.fragmentation = 1.05;
+    p.zero_stages = {2, 3};
+    p.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B};
+    p.requires_sharded_dp = true;
+    p.microbatches_at_least_stages = true;
+    return p;
+}
+
+/**
+ * DeepSpeed (v0.14+; Megatron-DeepSpeed and HF Trainer jobs):
+ * - ZeRO paper accounting (Rajbhandari et al. 2020, Sec. 3): 2 (16-bit params) + 2 (16-bit grads) + 12 (fp32
+ *   master, momentum, variance); stage 1 shards the 12 (4 + 12/d), stage 2 also the grads (2 + 14/d), stage 3
+ *   everything (16/d). bf16 with ZeRO accumulates gradients in bf16 unless grad_accum_dtype is fp32
+ *   (deepspeed/runtime/engine.py _configure_optimizer picks stage_1_and_2 over BF16_Optimizer), so 2 B grads;
+ * - stage 2/3 (deepspeed/runtime/zero/stage_1_and_2.py, stage3.py): an ipg bucket of reduce_bucket_size (default
+ *   5e8 elements, deepspeed/runtime/zero/config.py) in bf16, doubled when overlap_comm is on, which is the
+ *   default for stage 3 only: 1 GB at stage 2, 2 GB at stage 3;
+ * - stage 3 (deepspeed/runtime/zero/stage3.py): parameters fetched per module through
+ *   PartitionedParameterCoordinator with prefetch buckets of stage3_prefetch_bucket_size (5e7 elements), at most
+ *   stage3_max_live_parameters (1e9) live; one reduce bucket (5e8 x 2 B);
+ * - loss: the model's own (Megatron-DeepSpeed: vocab_parallel_cross_entropy on fp32 logits);
+ * - the pipeline engine (deepspeed/runtime/pipe/engine.py) runs TrainSchedule (1F1B) only and asserts ZeRO < 2;
+ *   no ring context parallelism (DeepSpeed-Ulysses is a different scheme), no FP8 training.
+ */
+FrameworkProfile deepSpeed()
+{
+    FrameworkProfile p = pytorchRuntime({});
+    p.framework = Framework::DeepSpeed;
+    p.version = "DeepSpeed v0.14-v0.18";
+    p.grad_bytes = 2;
+    p.zero1_full_grad_buffer = true;
+    p.fp32_grad_partition_bytes = 0;
+    p.master_bytes = 4;
+    p.adam_state_bytes = 8;
+    p.grad_bucket_bytes = 5e8 * 2; // doubled at stage 3 (overlap_comm), fixedBufferBytes
+    p.gather_bucket_bytes = 0; // allgather_bucket_size gathers into the bf16 params in place
+    p.zero3_live_blocks = 2;
+    p.zero3_unsharded_grad_bytes = 2;
+    p.loss_saved_bytes_per_logit = 4;
+    p.loss_working_bytes_per_logit = 2 + 2;
+    p.fragmentation = 1.15;
+    p.sharded_dp = ShardedDpImpl::PerParameter;
+    p.zero3_prefetch_elements = 5e7; // stage3_prefetch_bucket_size default (deepspeed/runtime/zero/config.py)
+    // stage3.py releases a module's parameters after its forward (release_sub_module); the checkpointed forward
+    // triggers the pre-forward hook again and fetches them a third time per micro-batch.
+    p.zero3_regather_for_recompute = true;
+    // Each module's fetch waits on its pre-forward hook and on the coordinator's trace (stage3.py
+    // fetch_sub_module): host work per parameter group of ~0.5 ms (UNVERIFIED order of magnitude).
+    p.sharded_dp_overhead_s = 0.5e-3;
+    p.schedules = {ScheduleKind::OneFOneB};
+    p.pipeline_with_zero23 = false;
+    p.context_parallel = false;
+    p.fp8 = false;
+    return p;
+}
+
+/**
+ * Composer / llm-foundry (FSDP1 through composer.distributed): FULL_SHARD or SHARD_GRAD_OP with mixed precision
+ * DEFAULT (composer/distributed/mosaic_parallelism.py get_mixed_precision: param_dtype = the autocast dtype,
+ * reduce_dtype float32), so sharded flat parameters stay fp32 like FSDP2; limit_all_gathers keeps two blocks'
+ * unsharded parameters live. Loss: F.cross_entropy on fp32 logits (llm-foundry compute_loss_from_logits).
+ * No pipeline or ring context parallelism; llm-foundry's benchmarks run FSDP only.
+ */
+FrameworkProfile composer()
+{
+    FrameworkProfile p = torchtitan();
+    p.framework = Framework::Composer;
+    p.version = "Composer 0.2x / llm-foundry (FSDP1)";
+    p.zero_stages = {0, 2, 3};
+    p.schedules = {};
+    p.requires_sharded_dp = false;
+    p.microbatches_at_least_stages = false;
+    p.context_parallel = false;
+    p.expert_parallel = false;
+    p.tensor_parallel = false;
+    p.fragmentation = 1.10;
+    return p;
+}
+
+} // namespace
+
+const FrameworkProfile& frameworkProfile(Framework framework)
+{
+    static const std::array<FrameworkProfile, 6> profiles {generic(),    megatronCore(), nemo(),
+                                                           torchtitan(), deepSpeed(),    composer()};
+    return profiles[static_cast<std::size_t>(framework)];
+}
+
+std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig& c)
+{
+    const std::string_view name = frameworkName(p.framework);
+    if (std::find(p.zero_stages.begin(), p.zero_stages.end(), c.zero_stage) == p.zero_stages.end()) {
+        std::string stages;
+        for (const int z : p.zero_stages)
+            stages += cat(stages.empty() ? "" : ", ", z);
+        return cat(name, " runs ZeRO stages ", stages, " only (got ", c.zero_stage,
+                   "): choose one of those, or --framework generic");
+    }
+    if (c.pp > 1) {
+        if (p.schedules.empty())
+            return cat(name, " has no pipeline parallelism: set pp to 1, or choose another framework");
+        if (std::find(p.schedules.begin(), p.schedules.end(), c.schedule) == p.schedules.end()) {
+            std::string names;
+            for (const auto s : p.schedules)
+                names += cat(names.empty() ? "" : ", ", scheduleName(s));
+            return cat(name, " has no ", scheduleName(c.schedule), " pipeline schedule (it runs ", names, ")");
+        }
+        if (!p.pipeline_with_zero23 && c.zero_stage >= 2)
+            return cat(name, "'s pipeline engine refuses ZeRO-", c.zero_stage,
+                       " (it asserts stage < 2): use ZeRO 0 or 1 with pp > 1");
+        if (p.microbatches_at_least_stages && c.num_microbatches < c.pp)
+            return cat(name, "'s pipeline schedules raise with fewer micro-batches (", c.num_microbatches,
+                       ") than stages (", c.pp, "): raise the global batch or lower pp");
+    }
+    if (c.cp > 1 && !p.context_parallel)
+        return cat(name, " has no ring context parallelism: set cp to 1, or choose another framework");
+    if (c.ep > 1 && !p.expert_parallel)
+        return cat(name, " has no expert parallelism: set ep to 1, or choose another framework");
+    if (c.tp > 1 && !p.tensor_parallel)
+        return cat(name, " has no tensor parallelism: set tp to 1, or choose another framework");
+    if (c.fp8_linears && !p.fp8)
+        return cat(name, " has no FP8 training: turn FP8 linears off, or choose another framework");
+    if (p.requires_sharded_dp && c.dp * c.cp < 2)
+        return cat(name, " trains in bf16 only under FSDP, which needs dp x cp >= 2 (got ", c.dp * c.cp,
+                   "): without it the weights stay fp32");
+    if (p.framework == Framework::Torchtitan && c.tp_comm_overlap && c.eager_kernels)
+        return "torchtitan's async TP needs torch.compile: turn eager kernels off or TP overlap off";
+    return {};
+}
+
+} // namespace shardscape

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+#include "memory_model.h"
+
+#include <algorithm>
+
+namespace shardscape {
+
+ParameterMemory parameterMemory(const FrameworkProfile& f, const CostParams& params, const ParallelConfig& c,
+                                const LayerParams& p, double weightBytes, ShardDivisors shard)
+{
+    const double whole = p.dense + p.expert;
+    const double sharded = p.dense / shard.dense + p.expert / shard.expert;
+    const auto per = [&](bool isSharded) { return isSharded ? sharded : whole; };
+    ParameterMemory m;
+    if (f.framework == Framework::Generic) {
+        m.weights = per(c.zero_stage >= 3) * weightBytes;
+        m.gradients = per(c.zero_stage >= 2) * params.grad_bytes;
+        m.optimizer = per(c.zero_stage >= 1) * weightBytes * (params.opt_resident_coef + params.opt_transient_coef);
+        return m;
+    }
+    if (f.sharded_fp32_params) {
+        // FSDP: fp32 shards are the master copy; ZeRO-2 (reshard_after_forward=False) keeps every block's 16-bit
+        // unsharded copy from its forward to its backward. Without sharding (DDP) the model stays fp32.
+        const bool fsdp = c.zero_stage >= 2;
+        // torchtitan's apply_fsdp turns resharding after forward off under pipeline parallelism.
+        const bool keepsUnsharded = c.zero_stage == 2 || (c.pp > 1 && f.framework == Framework::Torchtitan);
+        m.weights = 4 * per(fsdp) + (keepsUnsharded ? weightBytes * whole : 0);
+        m.gradients = f.grad_bytes * per(fsdp);
+        m.optimizer = f.adam_state_bytes * per(fsdp);
+        return m;
+    }
+    m.weights = weightBytes * per(c.zero_stage >= 3);
+    if (c.zero_stage >= 2)
+        m.gradients = (f.grad_bytes + f.fp32_grad_partition_bytes) * sharded;
+    else if (c.zero_stage == 1)
+        m.gradients = f.grad_bytes * whole + f.fp32_grad_partition_bytes * (f.zero1_full_grad_buffer ? whole : sharded);
+    else
+        m.gradients = (f.grad_bytes + f.fp32_grad_partition_bytes) * whole;
+    m.optimizer = (f.master_bytes + f.adam_state_bytes) * per(c.zero_stage >= 1);
+    return m;
+}
+
+double fixedBufferBytes(const FrameworkProfile& f, const ParallelConfig& c)
+{
+    if (c.zero_stage < 2 || f.sharded_fp32_params)
+        return 0;
+    // DeepSpeed doubles its ipg bucket with overlap_comm, on by default at stage 3 only (zero/config.py).
+    return (c.zero_stage >= 3 ? 2 : 1) * f.grad_bucket_bytes + f.gather_bucket_bytes;
+}
+
+double shardedDpWorkingBytes(const FrameworkProfile& f, const ParallelConfig& c, double largestBlockParams,
+                             double weightBytes)
+{
+    if (f.framework == Framework::Generic)
+        return c.zero_stage >= 3 ? 2 * largestBlockParams * weightBytes : 0;
+    if (c.zero_stage < 2 || (c.zero_stage == 2 && !f.sharded_fp32_params))
+        return 0; // ZeRO-1/2 keep whole 16-bit weights; their grads are in parameterMemory
+    const bool keepsUnsharded = c.zero_stage == 2 || (c.pp > 1 && f.framework == Framework::Torchtitan);
+    const double liveParams = keepsUnsharded ? 0 : f.zero3_live_blocks * largestBlockParams * weightBytes;
+    return liveParams + f.zero3_unsharded_grad_bytes * largestBlockParams;
+}
+
+double runtimeBytes(const FrameworkProfile& f, const CostParams& params, const ParallelConfig& c)
+{
+    if (f.framework == Framework::Generic)
+        return params.runtime_reserve_bytes;
+    // Communicators a rank uses in a step: one per parallel dimension wider than one rank.
+    int communicators = 0;
+    for (const int size : {c.tp, c.cp, c.dp * c.cp, c.pp, c.ep})
+        communicators += size > 1 ? 1 : 0;
+    return f.cuda_context_bytes + f.cublas_workspace_bytes + f.nccl_bytes_per_communicator * communicators;
+}
+
+void addReserve(MemoryBreakdown& m, const FrameworkProfile& f, const CostParams& params, const ParallelConfig& c)
+{
+    m.runtime = runtimeBytes(f, params, c);
+    m.fragmentation = std::max(0.0, f.fragmentation - 1) * m.allocated();
+    m.reserve = m.runtime + m.fragmentation;
+}
+
+} // namespace shardscape

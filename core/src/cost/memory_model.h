@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "shardscape/cost/cost_params.h"
+#include "shardscape/cost/framework_profile.h"
+#include "shardscape/cost/layer_cost.h"
+#include "shardscape/cost/memory.h"
+#include "shardscape/cost/parallel_config.h"
+
+namespace shardscape {
+
+/** The divisors ZeRO applies to a rank's dense and expert parameters (dp x cp / zero_ngroups, over ep for experts). */
+struct ShardDivisors
+{
+    double dense = 1;
+    double expert = 1;
+};
+
+/** Resident bytes of a set of parameters on one device: weights, gradients, optimizer states. */
+struct ParameterMemory
+{
+    double weights = 0;
+    double gradients = 0;
+    double optimizer = 0;
+    double total() const { return weights + gradients + optimizer; }
+};
+
+/**
+ * What the framework keeps per parameter under the config's ZeRO stage (framework_profile.cpp cites each term).
+ * Generic keeps the CostParams coefficients (grad_bytes, opt_resident_coef, opt_transient_coef). Fixed buffers
+ * (buckets) are not included: see fixedBufferBytes.
+ */
+ParameterMemory parameterMemory(const FrameworkProfile& profile, const CostParams& params, const ParallelConfig& c,
+                                const LayerParams& p, double weightBytes, ShardDivisors shard);
+
+/** Bytes of a rank's buffers that do not scale with its parameters (DeepSpeed's reduce buckets). */
+double fixedBufferBytes(const FrameworkProfile& profile, const ParallelConfig& c);
+
+/** ZeRO-3 / FSDP: unsharded 16-bit parameters of the live blocks and one block's unsharded gradients, bytes. */
+double shardedDpWorkingBytes(const FrameworkProfile& profile, const ParallelConfig& c, double largestBlockParams,
+                             double weightBytes);
+
+/** Memory outside the tensors: CUDA context, NCCL buffers, cuBLAS workspaces; Generic: CostParams' reserve. */
+double runtimeBytes(const FrameworkProfile& profile, const CostParams& params, const ParallelConfig& c);
+
+/** Fills reserve = runtime + the caching allocator's slack over the allocated peak. */
+void addReserve(MemoryBreakdown& m, const FrameworkProfile& profile, const CostParams& params, const ParallelConfig& c);
+
+} // namespace shardscape
