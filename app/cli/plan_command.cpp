@@ -14,6 +14,8 @@
 #include "shardscape/support/strings.h"
 #include "shardscape/support/units.h"
 
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -38,6 +40,7 @@ struct PlanOptions
     std::string save_plan;
     std::string load_plan;
     std::string profile_dir;
+    std::string framework;
     bool dump = false;
 };
 
@@ -49,13 +52,37 @@ public:
     void log(const std::string& line) override { std::cout << line << '\n'; }
 };
 
+/** The step-time range as a spread around the prediction: "±8%", or "-5/+9%" when lopsided; "-" when unknown. */
+std::string stepTimeSpread(const Evaluation& e)
+{
+    const PredictionRange& r = e.step_time_range;
+    if (e.step_time <= 0 || r.high <= 0)
+        return "-";
+    const double below = std::max(0.0, 100 * (1 - r.low / e.step_time));
+    const double above = std::max(0.0, 100 * (r.high / e.step_time - 1));
+    if (std::fabs(below - above) < 0.5)
+        return cat("±", fixed((below + above) / 2, 0), "%");
+    return cat("-", fixed(below, 0), "/+", fixed(above, 0), "%");
+}
+
+/** "fits", "tight (≤ 83.1 GB)", "likely"; "-" when the configuration was not costed. */
+std::string oomRiskText(const Evaluation& e)
+{
+    if (e.stages.empty())
+        return "-";
+    if (e.oom_risk == OomRisk::Tight)
+        return cat("tight (<= ", fixed(e.peak_memory_range.high / units::kGB, 1), " GB)");
+    return std::string(oomRiskName(e.oom_risk));
+}
+
 void printCandidates(const std::vector<Evaluation>& top, const CostModel& model)
 {
     TextTable table;
     for (const char* title : {"#", "tp", "pp", "dp", "cp", "ep", "vpp", "mb", "m", "zero", "recompute", "schedule",
-                              "step s", "tokens/s", "TFLOP/s", "MFU", "bubble", "peak GB"})
+                              "step s", "range", "tokens/s", "TFLOP/s", "MFU", "bubble", "peak GB", "OOM risk"})
         table.addColumn(title,
                         std::string(title) == "recompute" || std::string(title) == "schedule"
+                                || std::string(title) == "OOM risk"
                             ? TextTable::Align::Left
                             : TextTable::Align::Right);
     for (std::size_t i = 0; i < top.size(); ++i) {
@@ -64,8 +91,9 @@ void printCandidates(const std::vector<Evaluation>& top, const CostModel& model)
         table.addRow({cat(i + 1), cat(c.tp), cat(c.pp), cat(c.dp), cat(c.cp), cat(c.ep), cat(c.vpp), cat(c.micro_batch),
                       cat(c.num_microbatches), cat(c.zero_stage), std::string(recomputeName(c.recompute)),
                       c.pp > 1 ? std::string(scheduleName(c.schedule)) : "-", fixed(e.step_time, 3),
-                      siCount(e.tokens_per_s, 1), fixed(e.tflops_per_gpu, 1), fixed(100 * e.mfu, 1) + "%",
-                      fixed(e.bubble_ratio, 3), fixed(e.peakMemory() / units::kGB, 1)});
+                      stepTimeSpread(e), siCount(e.tokens_per_s, 1), fixed(e.tflops_per_gpu, 1),
+                      fixed(100 * e.mfu, 1) + "%", fixed(e.bubble_ratio, 3), fixed(e.peakMemory() / units::kGB, 1),
+                      oomRiskText(e)});
     }
     table.print(std::cout);
     if (!top.empty() && top.front().config.pp > 1) {
@@ -98,6 +126,8 @@ int runPlan(const PlanOptions& o)
         config.load_plan_path = o.load_plan;
     if (!o.profile_dir.empty())
         config.profile_dir = o.profile_dir;
+    if (!o.framework.empty())
+        config.framework = frameworkFromOption(o.framework);
 
     BuildOptions build;
     build.seq_len = o.seq_len;
@@ -138,8 +168,15 @@ int runPlan(const PlanOptions& o)
                                                     : problem.cluster.device.memory_bytes)
                           / units::kGB,
                       1),
-                " GB limit"),
-            "add GPUs (--nodes), use --method zero3, recompute full (--config), or a shorter --seq-len");
+                " GB limit",
+                result.framework_limits.empty()
+                    ? std::string()
+                    : cat(" (searching only what ", frameworkName(config.framework), " runs: ",
+                          join(result.framework_limits, "; "), ")")),
+            result.framework_limits.empty()
+                ? "add GPUs (--nodes), use --method zero3, recompute full (--config), or a shorter --seq-len"
+                : "add GPUs (--nodes), use --method zero3, recompute full (--config), a shorter --seq-len, or "
+                  "--framework generic");
     }
 
     std::cout << '\n';
@@ -192,6 +229,9 @@ void addPlanCommand(CLI::App& app, CommandAction& action)
     cmd->add_option("--profile-dir", o->profile_dir,
                     "measured profile directory (profile.json) for the cost model; default: "
                     "~/.cache/shardscape/<device> when one matches the cluster's device");
+    cmd->add_option("--framework", o->framework,
+                    "training framework the plan is for (sets memory terms, limits the search): " + frameworkChoices()
+                        + " (default: the config's, else generic)");
     cmd->add_flag("--dump", o->dump, "write advanced_parallelization_selected_config.dump in the working directory");
     cmd->callback([&action, o] { action = [o] { return runPlan(*o); }; });
 }

@@ -68,6 +68,7 @@ struct SimulateOptions
     std::string from_config;
     std::string save_plan;
     std::string profile_dir;
+    std::string framework; ///< empty = generic, or the job config's with --from-config
 
     // Set from the parser after parsing: whether the user chose these explicitly.
     bool nodes_given = false;
@@ -193,6 +194,8 @@ std::string wayOut(const Evaluation& e, const CostModel& model, const SimulateOp
                        lower > 0 ? cat(lower, " or ", lower + step) : cat(step), ", or another --schedule");
         }
     }
+    if (c.framework != Framework::Generic && !frameworkRestriction(frameworkProfile(c.framework), c).empty())
+        return cat("--framework generic lifts ", frameworkName(c.framework), "'s limits");
     if (!c.stage_layers.empty())
         return cat("give pp x vpp = ", c.pp * c.vpp, " counts of at least 1 that sum to the model's ", layers,
                    " layers (list them with: shardscape-cli inspect --model ", o.model, ")");
@@ -258,6 +261,23 @@ void printEvaluation(const Evaluation& e, const CostModel& model, const Simulate
     metrics.addRow({"peak memory",
                     cat(gb(peak->memory.total()), " GB of ", gb(e.memory_limit_bytes), " GB per GPU (stage ",
                         peak - e.stages.begin(), ")")});
+    // The calibration ranges, when the cost model gave them.
+    if (e.step_time_range.high > 0) {
+        const double below = 100 * (1 - e.step_time_range.low / e.step_time);
+        const double above = 100 * (e.step_time_range.high / e.step_time - 1);
+        metrics.addRow({"step time range", cat(fixed(e.step_time_range.low, 4), " .. ", fixed(e.step_time_range.high, 4),
+                                               " s (-", fixed(below, 0), "/+", fixed(above, 0), " %",
+                                               e.regime.empty() ? std::string() : ", regime " + e.regime, ")")});
+    }
+    if (e.peak_memory_range.high > 0) {
+        metrics.addRow({"peak memory range",
+                        cat(gb(e.peak_memory_range.low), " .. ", gb(e.peak_memory_range.high), " GB per GPU")});
+        metrics.addRow({"OOM risk", std::string(oomRiskName(e.oom_risk))});
+    }
+    if (peak->memory.runtime + peak->memory.fragmentation > 0)
+        metrics.addRow({"PyTorch peak",
+                        cat(gb(peak->memory.allocated()), " GB allocated, ", gb(peak->memory.allocatorReserved()),
+                            " GB reserved (+ ", gb(peak->memory.runtime), " GB CUDA context, NCCL, cuBLAS)")});
     metrics.print(std::cout);
 
     std::cout << "\nPipeline stages (memory in GB per GPU at the stage's peak"
@@ -371,6 +391,8 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     o.overlap_param_gather = c.overlap_param_gather;
     o.fp8_linears = c.fp8_linears;
     o.eager_kernels = c.eager_kernels;
+    if (o.framework.empty()) // --framework overrides the file's
+        o.framework = std::string(frameworkName(c.framework));
     o.recompute = c.recompute == RecomputeKind::Modules ? "none" : std::string(recomputeName(c.recompute));
     o.recompute_modules = c.recompute == RecomputeKind::Modules ? c.recompute_modules : std::vector<std::string> {};
     o.schedule = std::string(scheduleName(c.schedule));
@@ -392,6 +414,8 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
 
 int runSimulate(const SimulateOptions& given)
 {
+    if (!given.framework.empty())
+        frameworkFromOption(given.framework); // a bad name fails before the job config or the model is read
     const SimulateOptions o = given.from_config.empty() ? given : withImportedConfig(given);
     const ScheduleKind requested = scheduleFromName(o.schedule);
     if (!o.recompute_modules.empty() && o.recompute != "none")
@@ -446,6 +470,7 @@ int runSimulate(const SimulateOptions& given)
     config.overlap_param_gather = o.overlap_param_gather;
     config.fp8_linears = o.fp8_linears;
     config.eager_kernels = o.eager_kernels;
+    config.framework = o.framework.empty() ? Framework::Generic : frameworkFromOption(o.framework);
     config.recompute = recompute;
     config.recompute_modules = o.recompute_modules;
     // --vpp alone means the interleaved schedule, the only one that runs several chunks per rank.
@@ -574,6 +599,9 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     configuration.push_back(cmd->add_flag("--eager", o->eager_kernels,
                                           "eager PyTorch without torch.compile: unfused RMSNorm, rotary and SwiGLU "
                                           "kernels"));
+    cmd->add_option("--framework", o->framework,
+                    "training framework the configuration is for (its memory terms and what it can run): "
+                        + frameworkChoices() + "; default generic, or the job config's with --from-config");
     auto* schedule = cmd->add_option("--schedule", o->schedule, "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1")
                          ->capture_default_str();
     configuration.push_back(schedule);

@@ -73,7 +73,7 @@ bool sameConfig(const ParallelConfig& a, const ParallelConfig& b)
         && a.micro_batch == b.micro_batch && a.num_microbatches == b.num_microbatches && a.zero_stage == b.zero_stage
         && a.zero_ngroups == b.zero_ngroups && a.sequence_parallel == b.sequence_parallel && a.recompute == b.recompute
         && a.recompute_modules == b.recompute_modules && a.schedule == b.schedule && a.stage_layers == b.stage_layers
-        && a.rank_order == b.rank_order;
+        && a.rank_order == b.rank_order && a.framework == b.framework;
 }
 
 /** The configurations the round trip covers: every field of ParallelConfig away from its default somewhere. */
@@ -131,6 +131,14 @@ std::map<std::string, ParallelConfig> sampleConfigs()
     modules.recompute_modules = {"mlp"};
     modules.rank_order = "pp-tp-cp-dp";
     out["gpipe modules pp-first"] = modules;
+
+    ParallelConfig megatron = hybrid;
+    megatron.framework = Framework::MegatronCore;
+    out["megatron-core tp2 pp2 dp2"] = megatron;
+
+    ParallelConfig titan = cp;
+    titan.framework = Framework::Torchtitan;
+    out["torchtitan tp2 cp2 fsdp"] = titan;
     return out;
 }
 
@@ -204,6 +212,14 @@ private Q_SLOTS:
         QVERIFY(m.time.pp_bubble == e.time.pp_bubble);
         QVERIFY(m.time.dp_exposed == e.time.dp_exposed);
         QVERIFY(m.time.optimizer == e.time.optimizer);
+        // The ranges and the OOM risk.
+        QVERIFY(m.step_time_range_s && m.peak_memory_range_gb && m.oom_risk);
+        QVERIFY(m.step_time_range_s->low == e.step_time_range.low);
+        QVERIFY(m.step_time_range_s->high == e.step_time_range.high);
+        QVERIFY(m.peak_memory_range_gb->low == e.peak_memory_range.low / 1e9);
+        QVERIFY(m.peak_memory_range_gb->high == e.peak_memory_range.high / 1e9);
+        QCOMPARE(int(*m.oom_risk), int(e.oom_risk));
+        QCOMPARE(m.regime, e.regime);
 
         // The resolved partition is the one evaluated, in virtual-stage order.
         std::vector<int> expected(static_cast<std::size_t>(config.pp * config.vpp));
@@ -393,6 +409,43 @@ private Q_SLOTS:
         QVERIFY(inputErrorOf([&] { planToJson(evaluate(llamaModel(), dp), llamaModel(), wrong); }) != "(no error)");
     }
 
+    void frameworkAndRangesInTheDocument()
+    {
+        const json plan = planFor("torchtitan tp2 cp2 fsdp");
+        QCOMPARE(plan["config"]["framework"].get<std::string>(), std::string("torchtitan"));
+        QCOMPARE(planFor("dp8")["config"]["framework"].get<std::string>(), std::string("generic"));
+        const json& m = plan["metrics"];
+        QCOMPARE(m["step_time_range_s"].size(), std::size_t {2});
+        QVERIFY(m["step_time_range_s"][0].get<double>() <= m["step_time_s"].get<double>());
+        QVERIFY(m["step_time_range_s"][1].get<double>() >= m["step_time_s"].get<double>());
+        QCOMPARE(m["peak_memory_range_gb"].size(), std::size_t {2});
+        const std::string risk = m["oom_risk"].get<std::string>();
+        QVERIFY2(risk == "fits" || risk == "tight" || risk == "likely", risk.c_str());
+        QVERIFY(m.contains("regime"));
+        const json& memory = plan["stages"][0]["memory"];
+        QVERIFY(memory.contains("runtime_gb") && memory.contains("fragmentation_gb"));
+    }
+
+    void oldPlansWithoutFrameworkOrRangesLoad()
+    {
+        // Plans written before the framework and the ranges existed: generic, no ranges.
+        json doc = planFor("megatron-core tp2 pp2 dp2");
+        doc["config"].erase("framework");
+        for (const char* key : {"step_time_range_s", "peak_memory_range_gb", "oom_risk", "regime"})
+            doc["metrics"].erase(key);
+        for (auto& stage : doc["stages"]) {
+            stage["memory"].erase("runtime_gb");
+            stage["memory"].erase("fragmentation_gb");
+        }
+        const LoadedPlan plan = planFromJson(doc, "old.json");
+        QCOMPARE(int(plan.config.framework), int(Framework::Generic));
+        QVERIFY(!plan.metrics.step_time_range_s && !plan.metrics.peak_memory_range_gb && !plan.metrics.oom_risk);
+        QVERIFY(plan.metrics.regime.empty());
+        // Aliases are read as the framework they name.
+        doc["config"]["framework"] = "megatron";
+        QCOMPARE(int(planFromJson(doc, "alias.json").config.framework), int(Framework::MegatronCore));
+    }
+
     void infeasiblePlanRoundTrips()
     {
         const ParallelConfig config = sampleConfigs().at("dp8");
@@ -489,6 +542,18 @@ private Q_SLOTS:
             "a feasible plan has no reason");
         row("cluster nodes", R"([{"op":"replace","path":"/cluster/nodes","value":0}])", "cluster.nodes",
             "out of range");
+        row("framework", R"([{"op":"replace","path":"/config/framework","value":"jax"}])", "config.framework",
+            "unknown framework 'jax'");
+        row("framework type", R"([{"op":"replace","path":"/config/framework","value":2}])", "config.framework",
+            "expected a string");
+        row("oom risk", R"([{"op":"replace","path":"/metrics/oom_risk","value":"maybe"}])", "metrics.oom_risk",
+            "use fits, tight or likely");
+        row("step range order", R"([{"op":"replace","path":"/metrics/step_time_range_s","value":[2, 1]}])",
+            "metrics.step_time_range_s", "not a range");
+        row("memory range shape", R"([{"op":"replace","path":"/metrics/peak_memory_range_gb","value":[1]}])",
+            "metrics.peak_memory_range_gb", "expected [low, high]");
+        row("runtime negative", R"([{"op":"replace","path":"/stages/0/memory/runtime_gb","value":-1}])",
+            "stages[0].memory.runtime_gb", "out of range");
         row("cluster device", R"([{"op":"replace","path":"/cluster/device/memory_gib","value":-1}])", "cluster.device",
             "memory_gib");
     }

@@ -454,6 +454,18 @@ private Q_SLOTS:
         QCOMPARE(got.globalBatch(), c.plan.global_batch);
         if (t != ExportTarget::DeepSpeed)
             QCOMPARE(imported.seq_len, c.plan.seq_len);
+        // The importer names the framework the file is for, unless its profile cannot run the file as written.
+        const Framework framework = t == ExportTarget::Torchtitan ? Framework::Torchtitan
+            : t == ExportTarget::Megatron                         ? Framework::MegatronCore
+                                                                  : Framework::DeepSpeed;
+        if (got.framework == Framework::Generic) {
+            QVERIFY(std::any_of(imported.warnings.begin(), imported.warnings.end(), [](const std::string& w) {
+                return w.find("profile does not run this configuration") != std::string::npos;
+            }));
+        } else {
+            QCOMPARE(int(got.framework), int(framework));
+            QVERIFY(frameworkRestriction(frameworkProfile(framework), got).empty());
+        }
         if (t == ExportTarget::Megatron) {
             // The script carries the model's shape and the launch shape.
             QVERIFY(imported.model.has_value());
@@ -508,6 +520,98 @@ private Q_SLOTS:
         QVERIFY(imported.config.fp8_linears);
         // FSDP2 prefetches its own gathers: torchtitan has no parameter-gather switch to carry.
         QCOMPARE(imported.config.overlap_param_gather, t == ExportTarget::Megatron);
+    }
+
+    void exportsNameTheFrameworkProfile_data()
+    {
+        QTest::addColumn<int>("target");
+        QTest::addColumn<int>("framework");
+        QTest::newRow("megatron") << static_cast<int>(ExportTarget::Megatron) << int(Framework::MegatronCore);
+        QTest::newRow("torchtitan") << static_cast<int>(ExportTarget::Torchtitan) << int(Framework::Torchtitan);
+        QTest::newRow("deepspeed") << static_cast<int>(ExportTarget::DeepSpeed) << int(Framework::DeepSpeed);
+    }
+    void exportsNameTheFrameworkProfile()
+    {
+        QFETCH(int, target);
+        QFETCH(int, framework);
+        const auto t = static_cast<ExportTarget>(target);
+        const std::string name(frameworkName(static_cast<Framework>(framework)));
+        const PlanCase& c = planCase("llama2-7b");
+        // A generic plan: the target's profile is named, nothing is wrong.
+        std::string text = exportPlan(t, c.plan, *c.graph, c.plan.cluster).text;
+        QVERIFY2(text.find("Framework profile: " + name + " (") != std::string::npos, text.c_str());
+        QVERIFY(text.find("WARNING: the plan was made for") == std::string::npos);
+
+        // A plan for this very framework: no warning either.
+        LoadedPlan same = c.plan;
+        same.config.framework = static_cast<Framework>(framework);
+        text = exportPlan(t, same, *c.graph, c.plan.cluster).text;
+        QVERIFY2(text.find("the plan was made for it") != std::string::npos, text.c_str());
+        QVERIFY(text.find("WARNING: the plan was made for") == std::string::npos);
+
+        // A plan for another named framework still exports, with a warning line.
+        LoadedPlan other = c.plan;
+        other.config.framework = t == ExportTarget::Megatron ? Framework::Torchtitan : Framework::MegatronCore;
+        const ExportResult result = exportPlan(t, other, *c.graph, c.plan.cluster);
+        const std::string warning = cat("WARNING: the plan was made for ", frameworkName(other.config.framework),
+                                        ", not ", name);
+        QVERIFY2(result.text.find(warning) != std::string::npos, result.text.c_str());
+        if (t != ExportTarget::DeepSpeed) // a comment line in the scripts and the TOML
+            QVERIFY(result.text.find("# " + warning) != std::string::npos);
+        else
+            QVERIFY(json::parse(result.text)["_comment"].dump().find(warning) != std::string::npos);
+
+        // The plan is ZeRO-1: torchtitan (FSDP2 only) says it cannot run it as written.
+        if (t == ExportTarget::Torchtitan)
+            QVERIFY(result.text.find("WARNING: torchtitan cannot run the plan as written: torchtitan runs ZeRO stages")
+                    != std::string::npos);
+    }
+
+    void importersSetTheFramework()
+    {
+        QTemporaryDir dir;
+        ImportOptions options;
+        options.world_size = 16;
+        // torchtitan with FSDP: its own profile.
+        const std::string fsdp = "[training]\nlocal_batch_size = 4\nseq_len = 4096\n[parallelism]\n"
+                                 "data_parallel_shard_degree = -1\ntensor_parallel_degree = 2\n";
+        ImportedConfig imported = importJobConfig(writeText(dir, "fsdp.toml", fsdp), options);
+        QCOMPARE(int(imported.config.framework), int(Framework::Torchtitan));
+        QVERIFY(imported.config.describe().find("[torchtitan]") != std::string::npos);
+        // torchtitan with DDP only keeps fp32 weights, which its profile does not model: generic, with a warning.
+        const std::string ddp = "[training]\nlocal_batch_size = 4\nseq_len = 4096\n[parallelism]\n"
+                                "data_parallel_replicate_degree = 16\ndata_parallel_shard_degree = 1\n";
+        imported = importJobConfig(writeText(dir, "ddp.toml", ddp), options);
+        QCOMPARE(imported.config.zero_stage, 0);
+        QCOMPARE(int(imported.config.framework), int(Framework::Generic));
+        QVERIFY(std::any_of(imported.warnings.begin(), imported.warnings.end(), [](const std::string& w) {
+            return w.find("the torchtitan profile does not run this configuration") != std::string::npos
+                && w.find("simulated with the generic profile") != std::string::npos;
+        }));
+        // DeepSpeed JSON.
+        imported = importJobConfig(
+            writeText(dir, "ds.json", R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 1,
+                                          "zero_optimization": {"stage": 2}})"),
+            options);
+        QCOMPARE(int(imported.config.framework), int(Framework::DeepSpeed));
+        // DeepSpeed's pipeline with ZeRO-2: DeepSpeed refuses it; simulated as written under the generic profile.
+        imported = importJobConfig(writeText(dir, "ds_pipe.json", R"({"train_batch_size": 64,
+            "train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2}, "pipeline": {"stages": 2}})"),
+                                   options);
+        QCOMPARE(imported.config.pp, 2);
+        QCOMPARE(int(imported.config.framework), int(Framework::Generic));
+        // A Megatron-LM script: Megatron-Core.
+        imported = importJobConfig(writeText(dir, "train.sh",
+                                             "torchrun --nproc-per-node 8 --nnodes 2 pretrain_gpt.py "
+                                             "--tensor-model-parallel-size 2 --micro-batch-size 1 "
+                                             "--global-batch-size 64 --seq-length 4096\n"),
+                                   options);
+        QCOMPARE(int(imported.config.framework), int(Framework::MegatronCore));
+        // A plan file keeps the plan's own.
+        json doc = planCase("llama2-70b").doc;
+        doc["config"]["framework"] = "nemo";
+        imported = importJobConfig(writeText(dir, "plan.json", doc.dump()), options);
+        QCOMPARE(int(imported.config.framework), int(Framework::NeMo));
     }
 
     void scriptsPassBashSyntaxCheck_data()
@@ -763,6 +867,7 @@ torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
         QCOMPARE(imported.seq_len, std::int64_t {2048});
         QVERIFY(imported.model.has_value());
         QCOMPARE(imported.model->ffn_hidden, std::int64_t {4096}); // Megatron's default 4h
+        QCOMPARE(int(c.framework), int(Framework::MegatronCore));
     }
 
     void importTorchtitanDefaults()
@@ -798,6 +903,7 @@ mode = "full"
         QVERIFY(c.sequence_parallel);
         QCOMPARE(imported.global_batch, std::int64_t {64});
         QVERIFY(!imported.warnings.empty()); // -1 resolved, accumulation with PP
+        QCOMPARE(int(c.framework), int(Framework::Torchtitan));
     }
 
     void importDeepSpeedInfersTheThird()
@@ -813,6 +919,7 @@ mode = "full"
         QCOMPARE(imported.config.dp, 32);
         QCOMPARE(imported.config.num_microbatches, 4);
         QCOMPARE(imported.config.zero_stage, 3);
+        QCOMPARE(int(imported.config.framework), int(Framework::DeepSpeed));
     }
 
     void malformedInputNamesFileAndLine_data()

@@ -2,15 +2,18 @@
 // The planner: the stage DP against brute force, determinism, cancellation, plans never worse than hand-made
 // configurations, method and pivot restrictions, the Alpa tutorial MLP, and models that fit nowhere.
 #include "shardscape/model/model_source.h"
+#include "shardscape/search/candidate_space.h"
 #include "shardscape/search/planner.h"
 #include "shardscape/search/stage_partition.h"
 #include "shardscape/search/tp_annotation.h"
 #include "shardscape/support/error.h"
+#include "shardscape/support/strings.h"
 #include "shardscape/support/tsan_annotations.h"
 
 #include <QTest>
 #include <chrono>
 #include <random>
+#include <set>
 #include <thread>
 
 using namespace shardscape;
@@ -261,6 +264,169 @@ private Q_SLOTS:
         }
         // Faster kernels and hidden communication: the best plan can only get faster.
         QVERIFY(r.top.front().step_time < baseline.top.front().step_time);
+    }
+
+    void frameworkBoundsTheCandidates_data()
+    {
+        QTest::addColumn<int>("framework");
+        for (const auto f : allFrameworks())
+            if (f != Framework::Generic)
+                QTest::newRow(std::string(frameworkName(f)).c_str()) << int(f);
+    }
+    void frameworkBoundsTheCandidates()
+    {
+        QFETCH(int, framework);
+        const auto f = static_cast<Framework>(framework);
+        const FrameworkProfile& profile = frameworkProfile(f);
+        const Problem problem = problemFor("mixtral-8x7b", 2, 64, 8192); // MoE and long enough for cp
+        PlannerConfig generic;
+        PlannerConfig config;
+        config.framework = f;
+        const CostModel model(problem.graph, problem.cluster, CostParams {}, nullptr,
+                              planningLayers(*problem.graph, config));
+        const auto enumerate = [&](const PlannerConfig& c, std::uint64_t* skipped) {
+            const SearchSpace space = buildSearchSpace(model, c, 16, 8, problem.global_batch);
+            return enumerateCandidates(model, space, c, skipped);
+        };
+        std::uint64_t skipped = 0;
+        const auto candidates = enumerate(config, &skipped);
+        const auto all = enumerate(generic, nullptr);
+        QVERIFY(!candidates.empty());
+        QVERIFY(candidates.size() < all.size());
+
+        // Nothing the framework cannot run, and every rule of its profile holds.
+        std::set<std::string> names;
+        for (const auto& c : candidates) {
+            QCOMPARE(int(c.framework), framework);
+            QVERIFY2(frameworkRestriction(profile, c).empty(), c.describe().c_str());
+            QVERIFY(std::count(profile.zero_stages.begin(), profile.zero_stages.end(), c.zero_stage) == 1);
+            if (c.pp > 1) {
+                QVERIFY(std::count(profile.schedules.begin(), profile.schedules.end(), c.schedule) == 1);
+                QVERIFY(profile.pipeline_with_zero23 || c.zero_stage < 2);
+                QVERIFY(!profile.microbatches_at_least_stages || c.num_microbatches >= c.pp);
+            }
+            QVERIFY(profile.tensor_parallel || c.tp == 1);
+            QVERIFY(profile.context_parallel || c.cp == 1);
+            QVERIFY(profile.expert_parallel || c.ep == 1);
+            QVERIFY(!profile.requires_sharded_dp || c.dp * c.cp >= 2);
+            names.insert(c.describe());
+        }
+        // And nothing more pruned than that: exactly the generic candidates the framework runs.
+        std::size_t runnable = 0;
+        for (ParallelConfig c : all) {
+            c.framework = f;
+            if (frameworkRestriction(profile, c).empty()) {
+                ++runnable;
+                QVERIFY2(names.count(c.describe()) == 1, c.describe().c_str());
+            }
+        }
+        QCOMPARE(runnable, candidates.size());
+    }
+
+    void frameworkSpecificRules()
+    {
+        const Problem problem = problemFor("llama2-7b", 2, 64, 2048);
+        const auto candidatesFor = [&](Framework f) {
+            PlannerConfig config;
+            config.framework = f;
+            const CostModel model(problem.graph, problem.cluster, CostParams {}, nullptr,
+                                  planningLayers(*problem.graph, config));
+            return enumerateCandidates(model, buildSearchSpace(model, config, 16, 8, problem.global_batch), config);
+        };
+        bool pipelined = false;
+        for (const auto& c : candidatesFor(Framework::Torchtitan)) {
+            QVERIFY(c.zero_stage >= 2); // FSDP2 only: never ZeRO 0 or 1
+            QVERIFY(c.pp == 1 || c.schedule != ScheduleKind::ZeroBubbleH1);
+            pipelined = pipelined || c.pp > 1;
+        }
+        QVERIFY(pipelined);
+        pipelined = false;
+        for (const auto& c : candidatesFor(Framework::DeepSpeed)) {
+            if (c.pp > 1) {
+                QVERIFY(c.zero_stage < 2); // the pipeline engine asserts stage < 2
+                QCOMPARE(int(c.schedule), int(ScheduleKind::OneFOneB));
+                QCOMPARE(c.vpp, 1);
+                pipelined = true;
+            }
+        }
+        QVERIFY(pipelined);
+        for (const auto& c : candidatesFor(Framework::MegatronCore))
+            QVERIFY(c.pp == 1 || c.schedule == ScheduleKind::OneFOneB || c.schedule == ScheduleKind::Interleaved1F1B);
+        for (const auto& c : candidatesFor(Framework::Composer))
+            QVERIFY(c.tp == 1 && c.pp == 1 && c.cp == 1 && c.zero_stage != 1);
+    }
+
+    void planForAFrameworkSaysSo()
+    {
+        const Problem problem = problemFor("llama2-7b", 2, 128, 2048);
+        QuietProgress progress;
+        PlannerConfig config;
+        config.framework = Framework::Torchtitan;
+        const PlanResult r = plan(problem, config, progress);
+        QVERIFY(!r.top.empty());
+        for (const auto& e : r.top) {
+            QCOMPARE(int(e.config.framework), int(Framework::Torchtitan));
+            QVERIFY(e.config.zero_stage >= 2);
+        }
+        QVERIFY(!r.framework_limits.empty());
+        const auto logged = std::find_if(r.log.begin(), r.log.end(),
+                                         [](const std::string& line) { return startsWith(line, "framework : torchtitan"); });
+        QVERIFY(logged != r.log.end());
+        QVERIFY2(logged->find("ZeRO stages 2, 3 only") != std::string::npos, logged->c_str());
+        QVERIFY(endsWith(selectedConfigLine(r.top.front()), ", framework : torchtitan"));
+        // The generic search says nothing of frameworks.
+        const PlanResult g = plan(problem, PlannerConfig {}, progress);
+        QVERIFY(g.framework_limits.empty());
+        QVERIFY(selectedConfigLine(g.top.front()).find("framework") == std::string::npos);
+    }
+
+    void nothingFitsNamesTheFramework()
+    {
+        const Problem problem = problemFor("llama3-405b", 1, 8, 4096);
+        QuietProgress progress;
+        PlannerConfig config;
+        config.framework = Framework::DeepSpeed;
+        const PlanResult r = plan(problem, config, progress);
+        QVERIFY(r.top.empty());
+        QVERIFY(!r.framework_limits.empty());
+        QVERIFY2(r.log.back().find("elapsed") != std::string::npos, r.log.back().c_str());
+        const std::string& noFit = r.log[r.log.size() - 2];
+        QVERIFY2(noFit.find("among what deepspeed runs") != std::string::npos, noFit.c_str());
+        // A batch nothing the framework runs divides: the error names the framework.
+        Problem odd = problemFor("llama2-7b", 1, 1, 2048);
+        config.framework = Framework::Torchtitan; // needs dp x cp >= 2: one sequence cannot be split
+        try {
+            plan(odd, config, progress);
+            QFAIL("expected an InputError");
+        } catch (const InputError& e) {
+            QVERIFY2(std::string(e.what()).find("torchtitan runs") != std::string::npos, e.what());
+        }
+    }
+
+    void plansThatFitRankBeforeTightOnes()
+    {
+        const Problem problem = problemFor("llama2-7b", 2, 128, 2048);
+        QuietProgress progress;
+        PlannerConfig config;
+        config.topk = 60;
+        config.min_memory_headroom = 45; // GB under the 80 GiB limit: only the leaner plans fit
+        const PlanResult r = plan(problem, config, progress);
+        QVERIFY(!r.top.empty());
+        bool sawTight = false;
+        bool sawFits = false;
+        for (std::size_t i = 0; i < r.top.size(); ++i) {
+            const Evaluation& e = r.top[i];
+            QVERIFY(e.feasible);
+            QVERIFY(e.oom_risk != OomRisk::Likely);
+            if (e.oom_risk == OomRisk::Tight)
+                sawTight = true;
+            else
+                QVERIFY2(!sawTight, "a plan that fits is ranked after a tight one");
+            sawFits = sawFits || e.oom_risk == OomRisk::Fits;
+            if (i > 0 && r.top[i - 1].oom_risk == e.oom_risk)
+                QVERIFY(r.top[i - 1].step_time <= e.step_time);
+        }
+        QVERIFY(sawFits && sawTight);
     }
 
     void stageCountAndPivotsAreHonoured()

@@ -51,7 +51,8 @@ bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
         && a.ignore_small_tensor_threshold == b.ignore_small_tensor_threshold && a.method == b.method
         && a.max_cp == b.max_cp && a.layer_num == b.layer_num && a.tp_comm_overlap == b.tp_comm_overlap
         && a.overlap_param_gather == b.overlap_param_gather && a.fp8_linears == b.fp8_linears
-        && a.eager_kernels == b.eager_kernels;
+        && a.eager_kernels == b.eager_kernels && a.framework == b.framework
+        && a.min_memory_headroom == b.min_memory_headroom;
 }
 
 /** Every field away from its default (and values that are not round in binary). */
@@ -70,7 +71,7 @@ PlannerConfig unusualConfig()
     c.zero_ngroups = 2;
     c.pipeline_pivots = {"model.layers.0", "model.layers.40"};
     c.pipeline_nstages = 4;
-    c.pipeline_scheduler = "zb-h1";
+    c.pipeline_scheduler = "1f1b"; // what DeepSpeed's pipeline engine runs
     c.max_pipeline_bubble_ratio = 0.2;
     c.max_pipeline_unbalance_ratio = 0.3;
     c.mesh_row = 8;
@@ -94,6 +95,8 @@ PlannerConfig unusualConfig()
     c.method = PlanMethod::PipeShard;
     c.max_cp = 4;
     c.layer_num = 12;
+    c.framework = Framework::DeepSpeed;
+    c.min_memory_headroom = 2.7;
     return c;
 }
 
@@ -139,8 +142,9 @@ private Q_SLOTS:
             allKeys.push_back(item.key());
         std::sort(fileKeys.begin(), fileKeys.end());
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
-        // 32 AutoDist keys + method, max_cp, layer_num, the four framework features and use_profile
-        QCOMPARE(allKeys.size(), std::size_t {40});
+        // 32 AutoDist keys + method, max_cp, layer_num, the four framework features, use_profile, framework and
+        // min_memory_headroom
+        QCOMPARE(allKeys.size(), std::size_t {42});
     }
 
     void roundTrip()
@@ -159,6 +163,43 @@ private Q_SLOTS:
         QCOMPARE(doc["zero_stage"].get<std::string>(), std::string("auto"));
         QCOMPARE(doc["pipeline_nstages"].get<std::string>(), std::string("auto"));
         QVERIFY(sameConfig(plannerConfigFromJson(doc, "autos"), autos));
+        QCOMPARE(doc["min_memory_headroom"].get<std::string>(), std::string("auto"));
+        QCOMPARE(doc["framework"].get<std::string>(), std::string("generic"));
+    }
+
+    void frameworkNamesAndAliases_data()
+    {
+        QTest::addColumn<std::string>("name");
+        QTest::addColumn<int>("framework");
+        for (const auto f : allFrameworks())
+            QTest::newRow(std::string(frameworkName(f)).c_str()) << std::string(frameworkName(f)) << int(f);
+        QTest::newRow("Megatron any case") << std::string("Megatron") << int(Framework::MegatronCore);
+        QTest::newRow("megatron-lm") << std::string("megatron-lm") << int(Framework::MegatronCore);
+        QTest::newRow("mcore") << std::string("mcore") << int(Framework::MegatronCore);
+        QTest::newRow("titan") << std::string(" titan ") << int(Framework::Torchtitan);
+        QTest::newRow("llm-foundry") << std::string("llm-foundry") << int(Framework::Composer);
+    }
+    void frameworkNamesAndAliases()
+    {
+        QFETCH(std::string, name);
+        QFETCH(int, framework);
+        const PlannerConfig c = plannerConfigFromJson(json {{"framework", name}}, "f.json");
+        QCOMPARE(int(c.framework), framework);
+        // Written back under its canonical name.
+        QCOMPARE(toJson(c)["framework"].get<std::string>(), std::string(frameworkName(c.framework)));
+    }
+
+    void minMemoryHeadroomForms()
+    {
+        QCOMPARE(plannerConfigFromJson(json::parse(R"({"min_memory_headroom": "auto"})"), "h").min_memory_headroom,
+                 -1.0);
+        QCOMPARE(plannerConfigFromJson(json::parse(R"({"min_memory_headroom": "AUTO"})"), "h").min_memory_headroom,
+                 -1.0);
+        QCOMPARE(plannerConfigFromJson(json::parse(R"({"min_memory_headroom": 0})"), "h").min_memory_headroom, 0.0);
+        QCOMPARE(plannerConfigFromJson(json::parse(R"({"min_memory_headroom": 4.5})"), "h").min_memory_headroom, 4.5);
+        QCOMPARE(toJson(plannerConfigFromJson(json::parse(R"({"min_memory_headroom": 4.5})"), "h"))["min_memory_headroom"]
+                     .get<double>(),
+                 4.5);
     }
 
     void loadsFromFile()
@@ -304,6 +345,31 @@ private Q_SLOTS:
             "needs a pipeline");
         row("zero3 vs zero 1", R"({"method": "zero3", "zero_stage": 1})", "zero_stage", "contradicts method 'zero3'");
         row("data vs zero 2", R"({"method": "data", "zero_stage": 2})", "zero_stage", "contradicts method 'data'");
+        // The framework: its name, and what the config pins must be something it runs.
+        row("framework typo", R"({"framework": "torchtitn"})", "framework", "did you mean 'torchtitan'?");
+        row("framework unknown", R"({"framework": "jax"})", "framework",
+            "use generic, megatron-core, nemo, torchtitan, deepspeed, composer");
+        row("framework type", R"({"framework": 3})", "framework", "expected a string");
+        row("framework key typo", R"({"framwork": "nemo"})", "framwork", "did you mean 'framework'?");
+        row("torchtitan zero 1", R"({"framework": "torchtitan", "zero_stage": 1})", "zero_stage",
+            "not a ZeRO stage torchtitan runs (2, 3)");
+        row("torchtitan data", R"({"framework": "torchtitan", "method": "data"})", "method",
+            "torchtitan does not run (2, 3)");
+        row("megatron zb-h1", R"({"framework": "megatron-core", "pipeline_scheduler": "zb-h1"})",
+            "pipeline_scheduler", "megatron-core has no zb-h1 schedule (it runs 1f1b, interleaved)");
+        row("deepspeed interleaved", R"({"framework": "deepspeed", "pipeline_scheduler": "interleaved"})",
+            "pipeline_scheduler", "deepspeed has no interleaved schedule");
+        row("composer stages", R"({"framework": "composer", "pipeline_nstages": 2})", "pipeline_nstages",
+            "composer does not have");
+        row("composer pipeshard", R"({"framework": "composer", "method": "pipeshard"})", "method",
+            "needs pipeline parallelism");
+        row("deepspeed fp8", R"({"framework": "deepspeed", "fp8_linears": true})", "fp8_linears", "no FP8 training");
+        row("titan async TP eager", R"({"framework": "titan", "tp_comm_overlap": true, "eager_kernels": true})",
+            "tp_comm_overlap", "needs torch.compile");
+        // The headroom.
+        row("headroom negative", R"({"min_memory_headroom": -2})", "min_memory_headroom", "out of range");
+        row("headroom word", R"({"min_memory_headroom": "some"})", "min_memory_headroom", "expected \"auto\" or GB");
+        row("headroom bool", R"({"min_memory_headroom": true})", "min_memory_headroom", "expected \"auto\" or GB");
     }
     void badInputNamesTheKey()
     {
@@ -322,7 +388,12 @@ private Q_SLOTS:
                                  R"({"method": "zero2", "zero_stage": 2, "pipeline_nstages": 1})",
                                  R"({"method": "pipeshard", "pipeline_nstages": "auto"})",
                                  R"({"zero_stage": "auto", "zero_ngroups": 4, "world_size": 16})",
-                                 R"({"memory_constraint": 0.5, "max_cp": 1})"})
+                                 R"({"memory_constraint": 0.5, "max_cp": 1})",
+                                 // What the framework runs, and a schedule that does not apply without a pipeline.
+                                 R"({"framework": "torchtitan", "zero_stage": 3, "pipeline_scheduler": "gpipe"})",
+                                 R"({"framework": "composer", "pipeline_nstages": 1, "pipeline_scheduler": "1f1b"})",
+                                 R"({"framework": "deepspeed", "method": "zero2"})",
+                                 R"({"framework": "megatron-core", "method": "pipeshard", "min_memory_headroom": 2})"})
             plannerConfigFromJson(json::parse(text), "ok.json").validate();
     }
 
@@ -345,7 +416,10 @@ private Q_SLOTS:
                                                                                   {5, "memory_constraint"},
                                                                                   {6, "method"},
                                                                                   {7, "recompute_modules"},
-                                                                                  {8, "zero_stage"}})
+                                                                                  {8, "zero_stage"},
+                                                                                  {9, "framework"},
+                                                                                  {10, "min_memory_headroom"},
+                                                                                  {11, "pipeline_scheduler"}})
             QTest::newRow(key.c_str()) << field << key;
     }
     void validateChecksConfigsBuiltInCode()
@@ -379,6 +453,16 @@ private Q_SLOTS:
             break;
         case 7:
             c.recompute_modules = {"a,b"};
+            break;
+        case 9:
+            c.framework = static_cast<Framework>(42);
+            break;
+        case 10:
+            c.min_memory_headroom = std::numeric_limits<double>::infinity();
+            break;
+        case 11:
+            c.framework = Framework::Torchtitan;
+            c.pipeline_scheduler = "zb-h1";
             break;
         default:
             c.zero_stage = -2;

@@ -11,6 +11,7 @@
 #include "shardscape/hardware/cluster.h"
 #include "shardscape/model/model_source.h"
 
+#include <QAreaSeries>
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QFile>
@@ -149,6 +150,24 @@ private Q_SLOTS:
         QVERIFY(chart.valueAxis()->max() >= e.peakMemory() / kGB);
         QVERIFY(chart.valueAxis()->max() >= e.memory_limit_bytes / kGB);
         QVERIFY(chart.chart()->title().contains(QString::fromStdString(e.config.describe())));
+
+        // The shaded band of the predicted peak's range, across every stage, inside the axis.
+        QVERIFY(e.peak_memory_range.high > 0);
+        QVERIFY(chart.peakRangeSeries()->isVisible());
+        QCOMPARE(chart.peakRangeGB().first, e.peak_memory_range.low / kGB);
+        QCOMPARE(chart.peakRangeGB().second, e.peak_memory_range.high / kGB);
+        const QList<QPointF> upper = chart.peakRangeSeries()->upperSeries()->points();
+        const QList<QPointF> lower = chart.peakRangeSeries()->lowerSeries()->points();
+        QCOMPARE(upper.size(), 2);
+        QCOMPARE(lower.size(), 2);
+        QCOMPARE(upper.front().x(), -0.5);
+        QCOMPARE(upper.back().x(), static_cast<double>(e.stages.size()) - 0.5);
+        QCOMPARE(upper.front().y(), e.peak_memory_range.high / kGB);
+        QCOMPARE(lower.back().y(), e.peak_memory_range.low / kGB);
+        QVERIFY(chart.valueAxis()->max() >= e.peak_memory_range.high / kGB);
+        chart.clear();
+        QVERIFY(!chart.peakRangeSeries()->isVisible());
+        QCOMPARE(chart.peakRangeSeries()->upperSeries()->count(), 0);
     }
 
     void paretoSeriesHoldEveryCandidate()

@@ -206,7 +206,17 @@ void TestUiApp::candidatesModelRowsAndSorting()
                 e.peakMemory());
         QCOMPARE(model.data(model.index(r, CandidatesModel::ReasonColumn)).toString(),
                  QString::fromStdString(e.reason));
+        // The OOM risk, with the peak's range in its tool tip; ranked in the order fits < tight < likely.
+        const QModelIndex risk = model.index(r, CandidatesModel::OomRiskColumn);
+        if (!e.stages.empty()) {
+            QCOMPARE(model.data(risk).toString(), QString::fromStdString(std::string(oomRiskName(e.oom_risk))));
+            QCOMPARE(model.data(risk, CandidatesModel::SortRole).toInt(), static_cast<int>(e.oom_risk));
+            const QString tip = model.data(risk, Qt::ToolTipRole).toString();
+            QVERIFY2(tip.contains(QStringLiteral("range")) && tip.contains(QStringLiteral("GB")), qPrintable(tip));
+        }
     }
+    QCOMPARE(model.headerData(CandidatesModel::OomRiskColumn, Qt::Horizontal).toString(), QStringLiteral("OOM risk"));
+    QVERIFY(!model.headerData(CandidatesModel::OomRiskColumn, Qt::Horizontal, Qt::ToolTipRole).toString().isEmpty());
     QCOMPARE(model.data(model.index(0, CandidatesModel::RankColumn)).toString(), QStringLiteral("1"));
 
     // Sorting is numeric: by MFU descending the first row has the largest MFU.
@@ -553,6 +563,19 @@ void TestUiApp::whatIfShowsDelta()
     window.whatIfPanel()->setValue(QStringLiteral("dp"), std::max(1, baseline.config.dp / 2));
     QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
     QCOMPARE(window.whatIfPanel()->result()->config.worldSize(), baseline.config.worldSize() / 2);
+
+    // The prediction's ranges and OOM risk are shown for the plan and the what-if.
+    QVERIFY(!window.whatIfPanel()->predictionText(QStringLiteral("Step range"), 1).isEmpty());
+    QVERIFY(window.whatIfPanel()->predictionText(QStringLiteral("Peak range"), 2).endsWith(QStringLiteral("GB")));
+    const QString risk = window.whatIfPanel()->predictionText(QStringLiteral("OOM risk"), 2);
+    QVERIFY2(risk == QStringLiteral("fits") || risk == QStringLiteral("tight") || risk == QStringLiteral("likely"),
+             qPrintable(risk));
+
+    // Another framework: re-simulated with its profile (a framework that cannot run the edit says why).
+    window.whatIfPanel()->setFramework(Framework::MegatronCore);
+    QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
+    QCOMPARE(int(window.whatIfPanel()->result()->config.framework), int(Framework::MegatronCore));
+    QCOMPARE(int(window.whatIfPanel()->editedConfig().framework), int(Framework::MegatronCore));
 }
 
 void TestUiApp::exportPlanReloads()
@@ -676,6 +699,7 @@ void TestUiApp::settingsPersist()
         window.clusterPanel()->setNodes(4);
         window.plannerPanel()->setGlobalBatch(512);
         window.plannerPanel()->setSeqLen(2048);
+        window.plannerPanel()->setFramework(Framework::Torchtitan);
         window.show();
         window.close();
     }
@@ -687,6 +711,8 @@ void TestUiApp::settingsPersist()
     QCOMPARE(request.nodes, 4);
     QCOMPARE(request.global_batch, std::int64_t(512));
     QCOMPARE(request.seq_len, std::int64_t(2048));
+    QCOMPARE(int(request.config.framework), int(Framework::Torchtitan));
+    request.config.validate(); // the panel never pins what the framework cannot run
     QSettings().clear();
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "memory_chart.h"
 
+#include <QAreaSeries>
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QChart>
@@ -42,6 +43,9 @@ MemoryChart::MemoryChart(QWidget* parent)
     : ChartBase(parent)
     , m_bars(new QStackedBarSeries)
     , m_limit(new QLineSeries)
+    , m_rangeLow(new QLineSeries(this))
+    , m_rangeHigh(new QLineSeries(this))
+    , m_range(new QAreaSeries(m_rangeHigh, m_rangeLow))
     , m_axisX(new QBarCategoryAxis)
     , m_axisY(new QValueAxis)
 {
@@ -53,9 +57,18 @@ MemoryChart::MemoryChart(QWidget* parent)
     limitPen.setWidthF(2);
     m_limit->setPen(limitPen);
     c->addSeries(m_limit);
+    // Translucent over the bars: the top of the tallest bar stays visible inside the band.
+    QColor band(chart_colors::kDark);
+    band.setAlphaF(0.18);
+    m_range->setBrush(band);
+    QPen bandPen(QColor(chart_colors::kDark));
+    bandPen.setStyle(Qt::DotLine);
+    m_range->setPen(bandPen);
+    c->addSeries(m_range);
     c->addAxis(m_axisX, Qt::AlignBottom);
     c->addAxis(m_axisY, Qt::AlignLeft);
-    for (QAbstractSeries* s : {static_cast<QAbstractSeries*>(m_bars), static_cast<QAbstractSeries*>(m_limit)}) {
+    for (QAbstractSeries* s : {static_cast<QAbstractSeries*>(m_bars), static_cast<QAbstractSeries*>(m_limit),
+                               static_cast<QAbstractSeries*>(m_range)}) {
         s->attachAxis(m_axisX);
         s->attachAxis(m_axisY);
     }
@@ -75,6 +88,11 @@ void MemoryChart::clear()
     m_limit->clear();
     m_limit->setName(tr("limit"));
     m_limitGB = 0;
+    m_rangeLow->clear();
+    m_rangeHigh->clear();
+    m_range->setName(tr("peak range"));
+    m_range->setVisible(false);
+    m_rangeGB = {0, 0};
     m_stages.clear();
     m_devices.clear();
     m_axisX->clear();
@@ -123,11 +141,24 @@ void MemoryChart::setEvaluation(const Evaluation& evaluation)
         m_limit->append(stages - 0.5, m_limitGB);
         m_limit->setName(tr("limit %1 GB").arg(m_limitGB, 0, 'f', 1));
     }
+    const PredictionRange& range = evaluation.peak_memory_range;
+    if (range.high > 0) {
+        m_rangeGB = {range.low / kBytesPerGB, range.high / kBytesPerGB};
+        for (const double x : {-0.5, stages - 0.5}) {
+            m_rangeLow->append(x, m_rangeGB.first);
+            m_rangeHigh->append(x, m_rangeGB.second);
+        }
+        m_range->setName(tr("peak range %1 – %2 GB").arg(m_rangeGB.first, 0, 'f', 1).arg(m_rangeGB.second, 0, 'f', 1));
+        m_range->setVisible(true);
+        tallest = std::max(tallest, m_rangeGB.second);
+    }
     m_axisY->setRange(0, std::max(tallest, m_limitGB) * 1.08);
     m_axisY->applyNiceNumbers();
 
     const double peak = evaluation.peakMemory() / kBytesPerGB;
-    const QString verdict = evaluation.feasible ? tr("fits") : tr("does not fit");
+    const QString verdict = !evaluation.feasible              ? tr("does not fit")
+        : range.high > 0 && evaluation.oom_risk == OomRisk::Tight ? tr("tight (OOM risk)")
+                                                                 : tr("fits");
     setChartTitle(
         tr("Memory per device: peak %1 GB of %2 GB, %3").arg(peak, 0, 'f', 1).arg(m_limitGB, 0, 'f', 1).arg(verdict),
         QString::fromStdString(evaluation.config.describe()));

@@ -8,6 +8,7 @@
 #include <QList>
 #include <QStringList>
 
+class QAreaSeries;
 class QBarCategoryAxis;
 class QBarSet;
 class QLineSeries;
@@ -19,7 +20,9 @@ namespace shardscape::ui {
 /**
  * Peak memory of one device of every pipeline stage as stacked bars (weights, gradients, optimizer
  * states, stashed activations, transient buffers, reserve; GB = 1e9 bytes) against a dashed line at
- * the per-device memory limit. The title names the configuration.
+ * the per-device memory limit, and a shaded band across the stages from the low to the high end of the predicted
+ * peak's range (the calibration residuals' spread; Evaluation::peak_memory_range). The title names the
+ * configuration and the OOM risk.
  */
 class MemoryChart : public ChartBase
 {
@@ -43,12 +46,20 @@ public:
     /** Stage labels along the x axis. */
     QStringList categories() const;
     QValueAxis* valueAxis() const { return m_axisY; }
+    /** The peak-memory range band (empty without a range): upper and lower lines at its high and low end, GB. */
+    QAreaSeries* peakRangeSeries() const { return m_range; }
+    /** The band's low and high end, GB (0, 0 when there is none). */
+    std::pair<double, double> peakRangeGB() const { return m_rangeGB; }
 
 private:
     void showBarToolTip(bool hovered, int index, QBarSet* set);
 
     QStackedBarSeries* m_bars = nullptr;
     QLineSeries* m_limit = nullptr;
+    QLineSeries* m_rangeLow = nullptr;
+    QLineSeries* m_rangeHigh = nullptr;
+    QAreaSeries* m_range = nullptr;
+    std::pair<double, double> m_rangeGB {0, 0};
     QBarCategoryAxis* m_axisX = nullptr;
     QValueAxis* m_axisY = nullptr;
     double m_limitGB = 0;

@@ -122,6 +122,8 @@ QVariant CandidatesModel::headerData(int section, Qt::Orientation orientation, i
             return tr("Bubble");
         case PeakMemoryColumn:
             return tr("Peak GB");
+        case OomRiskColumn:
+            return tr("OOM risk");
         case ReasonColumn:
             return tr("Infeasible because");
         case ColumnCount:
@@ -147,6 +149,10 @@ QVariant CandidatesModel::headerData(int section, Qt::Orientation orientation, i
             return tr("Pipeline bubble: idle / busy compute time inside the pipeline");
         case PeakMemoryColumn:
             return tr("Largest per-GPU peak over the pipeline stages, GB (1e9 bytes)");
+        case OomRiskColumn:
+            return tr("fits: even the high end of the peak's predicted range is under the limit (with the headroom); "
+                      "tight: the peak fits, its range's high end does not (ranked after every plan that fits); "
+                      "likely: the peak is over the limit");
         default:
             break;
         }
@@ -172,7 +178,7 @@ QVariant CandidatesModel::data(const QModelIndex& index, int role) const
     case CandidateRole:
         return index.row();
     case Qt::TextAlignmentRole:
-        if (column == RecomputeColumn || column == ScheduleColumn || column == ReasonColumn)
+        if (column == RecomputeColumn || column == ScheduleColumn || column == OomRiskColumn || column == ReasonColumn)
             return QVariant::fromValue(Qt::AlignLeft | Qt::AlignVCenter);
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::ForegroundRole:
@@ -180,6 +186,14 @@ QVariant CandidatesModel::data(const QModelIndex& index, int role) const
             return QBrush(QPalette().color(QPalette::Disabled, QPalette::Text));
         return {};
     case Qt::ToolTipRole: {
+        if (column == OomRiskColumn && !e->stages.empty())
+            return tr("Peak memory %1 GB, predicted range %2 – %3 GB of the %4 GB limit")
+                .arg(format::gigabytes(e->peakMemory()), format::gigabytes(e->peak_memory_range.low),
+                     format::gigabytes(e->peak_memory_range.high), format::gigabytes(e->memory_limit_bytes));
+        if (column == StepTimeColumn && measured(*e) && e->step_time_range.high > 0)
+            return tr("Step time %1, predicted range %2 – %3")
+                .arg(format::seconds(e->step_time), format::seconds(e->step_time_range.low),
+                     format::seconds(e->step_time_range.high));
         QString text = QString::fromStdString(e->config.describe());
         if (!e->reason.empty())
             text += QLatin1Char('\n') + tr("Infeasible: %1").arg(QString::fromStdString(e->reason));
@@ -233,6 +247,8 @@ QVariant CandidatesModel::display(const Evaluation& e, int row, int column) cons
         return measured(e) ? QLocale::c().toString(e.bubble_ratio, 'f', 3) : none;
     case PeakMemoryColumn:
         return e.stages.empty() ? none : format::gigabytes(e.peakMemory());
+    case OomRiskColumn:
+        return e.stages.empty() ? none : format::text(oomRiskName(e.oom_risk));
     case ReasonColumn:
         return QString::fromStdString(e.reason);
     case ColumnCount:
@@ -285,6 +301,8 @@ QVariant CandidatesModel::sortValue(const Evaluation& e, int row, int column) co
         return measured(e) ? e.bubble_ratio : missing;
     case PeakMemoryColumn:
         return e.stages.empty() ? missing : e.peakMemory();
+    case OomRiskColumn: // fits < tight < likely < not costed
+        return e.stages.empty() ? 3 : static_cast<int>(e.oom_risk);
     case ReasonColumn:
         return QString::fromStdString(e.reason);
     case ColumnCount:

@@ -35,6 +35,7 @@ public:
         StepTimeColumn,
         MfuColumn,
         PeakMemoryColumn,
+        OomRiskColumn,
         TokensPerSecondColumn,
         TflopsColumn,
         HfuColumn,

@@ -2,16 +2,36 @@
 #include "widgets/planner_panel.h"
 
 #include "jobs/plan_request.h"
+#include "models/format.h"
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QSettings>
 #include <QSpinBox>
+#include <QStandardItemModel>
+
+#include <algorithm>
 
 namespace shardscape::ui {
 
 namespace {
+
+/** Greys out (or restores) the entries of `box` for which `allowed(data)` is false; a greyed-out current entry falls
+    back to the first entry ("search" / "auto"), so the options never pin what the framework cannot run. */
+template<typename Allowed> void limitCombo(QComboBox* box, Allowed allowed)
+{
+    auto* model = qobject_cast<QStandardItemModel*>(box->model());
+    if (!model)
+        return;
+    for (int i = 0; i < box->count(); ++i) {
+        const bool enabled = i == 0 || allowed(box->itemData(i));
+        if (QStandardItem* item = model->item(i))
+            item->setEnabled(enabled);
+        if (!enabled && box->currentIndex() == i)
+            box->setCurrentIndex(0);
+    }
+}
 
 QComboBox* combo(QWidget* parent, const QList<std::pair<QString, QVariant>>& items, const QString& tip)
 {
@@ -101,6 +121,14 @@ PlannerPanel::PlannerPanel(QWidget* parent)
                       {tr("shard (tp x dp, no pipeline)"), QStringLiteral("shard")},
                       {tr("pipeshard (pipeline x intra-op)"), QStringLiteral("pipeshard")}},
                      tr("method: restrict the search space (Alpa's methods)"));
+    QList<std::pair<QString, QVariant>> frameworks;
+    for (const auto framework : allFrameworks())
+        frameworks.append({format::text(frameworkName(framework)), format::text(frameworkName(framework))});
+    m_framework = combo(this, frameworks,
+                        tr("framework: the training framework the plan is for. It sets the memory terms (what the "
+                           "framework allocates: gradient buffers, master weights, loss buffers, CUDA/NCCL runtime, "
+                           "allocator fragmentation) and bounds the search to what it runs (its ZeRO stages, pipeline "
+                           "schedules, context/expert/tensor parallelism). generic: no framework, every option"));
 
     auto* form = new QFormLayout(this);
     form->setContentsMargins(0, 0, 0, 0);
@@ -116,7 +144,31 @@ PlannerPanel::PlannerPanel(QWidget* parent)
     form->addRow(tr("Max bubble ratio:"), m_maxBubble);
     form->addRow(tr("Min stage balance:"), m_minBalance);
     form->addRow(tr("Met&hod:"), m_method);
+    form->addRow(tr("Frame&work:"), m_framework);
 
+    connect(m_framework, &QComboBox::currentIndexChanged, this, [this] {
+        const Framework framework
+            = parseFramework(m_framework->currentData().toString().toStdString()).value_or(Framework::Generic);
+        const FrameworkProfile& p = frameworkProfile(framework);
+        const auto runsZero = [&p](int zero) {
+            return std::find(p.zero_stages.begin(), p.zero_stages.end(), zero) != p.zero_stages.end();
+        };
+        limitCombo(m_zero, [&](const QVariant& item) { return runsZero(item.toInt()); });
+        limitCombo(m_schedule, [&](const QVariant& item) {
+            const auto kind = parseSchedule(item.toString().toStdString());
+            return kind && std::find(p.schedules.begin(), p.schedules.end(), *kind) != p.schedules.end();
+        });
+        limitCombo(m_method, [&](const QVariant& item) {
+            const auto method = parsePlanMethod(item.toString().toStdString()).value_or(PlanMethod::Auto);
+            return method == PlanMethod::Data    ? runsZero(0)
+                : method == PlanMethod::Zero2    ? runsZero(2)
+                : method == PlanMethod::Zero3    ? runsZero(3)
+                : method == PlanMethod::PipeShard ? !p.schedules.empty()
+                                                  : true;
+        });
+        // Without pipeline schedules there is no pipeline: only "auto" (which then searches pp = 1) or 1 stage.
+        m_stages->setMaximum(p.schedules.empty() ? 1 : 4096);
+    });
     for (QSpinBox* spin : {m_globalBatch, m_stages, m_microBatch, m_topk})
         connect(spin, &QSpinBox::valueChanged, this, &PlannerPanel::changed);
     connect(m_seqLen, &QSpinBox::valueChanged, this, [this](int value) {
@@ -125,7 +177,7 @@ PlannerPanel::PlannerPanel(QWidget* parent)
     });
     for (QDoubleSpinBox* spin : {m_maxBubble, m_minBalance})
         connect(spin, &QDoubleSpinBox::valueChanged, this, &PlannerPanel::changed);
-    for (QComboBox* box : {m_zero, m_recompute, m_schedule, m_solver, m_method})
+    for (QComboBox* box : {m_zero, m_recompute, m_schedule, m_solver, m_method, m_framework})
         connect(box, &QComboBox::currentIndexChanged, this, &PlannerPanel::changed);
 }
 
@@ -143,6 +195,7 @@ void PlannerPanel::applyTo(PlanRequest& request) const
     c.max_pipeline_bubble_ratio = m_maxBubble->value();
     c.max_pipeline_unbalance_ratio = m_minBalance->value();
     c.method = parsePlanMethod(m_method->currentData().toString().toStdString()).value_or(PlanMethod::Auto);
+    c.framework = parseFramework(m_framework->currentData().toString().toStdString()).value_or(Framework::Generic);
     if (recompute() == Recompute::Full)
         c.recompute_modules = {"ROOT"};
 }
@@ -160,6 +213,11 @@ void PlannerPanel::setGlobalBatch(int sequences)
 void PlannerPanel::setSeqLen(int tokens)
 {
     m_seqLen->setValue(tokens);
+}
+
+void PlannerPanel::setFramework(Framework framework)
+{
+    restoreCombo(m_framework, format::text(frameworkName(framework)));
 }
 
 int PlannerPanel::seqLen() const
@@ -181,6 +239,7 @@ void PlannerPanel::saveSettings(QSettings& settings) const
     settings.setValue(key("maxBubble"), m_maxBubble->value());
     settings.setValue(key("minBalance"), m_minBalance->value());
     settings.setValue(key("method"), m_method->currentData());
+    settings.setValue(key("framework"), m_framework->currentData());
 }
 
 void PlannerPanel::restoreSettings(const QSettings& settings)
@@ -198,6 +257,7 @@ void PlannerPanel::restoreSettings(const QSettings& settings)
     m_maxBubble->setValue(value("maxBubble", m_maxBubble->value()).toDouble());
     m_minBalance->setValue(value("minBalance", m_minBalance->value()).toDouble());
     restoreCombo(m_method, value("method", m_method->currentData()));
+    restoreCombo(m_framework, value("framework", m_framework->currentData()));
 }
 
 } // namespace shardscape::ui

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "shardscape/cost/framework_profile.h"
+
 #include <QWidget>
 
 class QComboBox;
@@ -14,7 +16,7 @@ struct PlanRequest;
 
 /**
  * The planner's options (PlannerConfig, AutoDist names in the tooltips): global batch, sequence length, stage count,
- * micro-batch, ZeRO, recomputation, schedule, solver, top-k, pruning ratios and the method. The lowest value of a
+ * micro-batch, ZeRO, recomputation, schedule, solver, top-k, pruning ratios, the method and the framework. The lowest value of a
  * spin box means "search it" / "the model's default", as its text says.
  */
 class PlannerPanel : public QWidget
@@ -36,6 +38,8 @@ public:
     void setGlobalBatch(int sequences);
     void setSeqLen(int tokens);
     int seqLen() const;
+    /** Chooses the framework as a user would: options it cannot run are greyed out and reset to search/auto. */
+    void setFramework(Framework framework);
 
     void saveSettings(QSettings& settings) const;
     void restoreSettings(const QSettings& settings);
@@ -58,6 +62,7 @@ private:
     QDoubleSpinBox* m_maxBubble;
     QDoubleSpinBox* m_minBalance;
     QComboBox* m_method;
+    QComboBox* m_framework;
 };
 
 } // namespace shardscape::ui

@@ -25,9 +25,12 @@ namespace {
 enum Row
 {
     StepRow,
+    StepRangeRow,
     TokensRow,
     MfuRow,
     MemoryRow,
+    MemoryRangeRow,
+    OomRow,
     BubbleRow,
     GpusRow,
     BatchRow,
@@ -99,6 +102,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     , m_paramGatherOverlap(new QCheckBox(tr("Param-gather overlap"), this))
     , m_fp8(new QCheckBox(tr("FP8 linears"), this))
     , m_eager(new QCheckBox(tr("Eager (no compile)"), this))
+    , m_framework(new QComboBox(this))
     , m_stageLayers(new QLineEdit(this))
     , m_status(new QLabel(this))
     , m_reset(new QPushButton(tr("Back to the Plan"), this))
@@ -120,6 +124,11 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
                          "Engine); attention stays in the model's precision"));
     m_eager->setToolTip(tr("Eager PyTorch without torch.compile: RMSNorm, rotary embedding and SwiGLU run as "
                            "unfused kernels"));
+    for (const auto framework : allFrameworks())
+        m_framework->addItem(format::text(frameworkName(framework)), static_cast<int>(framework));
+    m_framework->setToolTip(tr("The training framework the configuration is for: it sets the memory terms (what the "
+                               "framework allocates, its runtime and allocator fragmentation) and what it can run "
+                               "(a configuration it cannot run is infeasible, with the reason)"));
     m_stageLayers->setPlaceholderText(tr("automatic"));
     m_stageLayers->setToolTip(tr("Layers per pipeline stage (per model chunk with vpp > 1), comma-separated; "
                                  "empty = the cost model's balanced split"));
@@ -145,6 +154,12 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     grid->addWidget(m_tpOverlap, 5, 0, 1, 2);
     grid->addWidget(m_paramGatherOverlap, 5, 2, 1, 2);
     grid->addWidget(m_eager, 6, 0, 1, 2);
+    {
+        auto* text = new QLabel(tr("Framework:"), editors);
+        text->setBuddy(m_framework);
+        grid->addWidget(text, 6, 2);
+        grid->addWidget(m_framework, 6, 3);
+    }
     auto* stagesLabel = new QLabel(tr("Layers per stage:"), editors);
     stagesLabel->setBuddy(m_stageLayers);
     grid->addWidget(stagesLabel, 7, 0, 1, 2);
@@ -155,8 +170,9 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     auto* results = new QGroupBox(tr("Prediction"), this);
     auto* table = new QGridLayout(results);
     const QStringList headers {QString(), tr("Plan"), tr("What-if"), tr("Change")};
-    const QStringList names {tr("Step time"), tr("Tokens/s"), tr("MFU"),         tr("Peak memory"),
-                             tr("Bubble"),    tr("GPUs"),     tr("Global batch")};
+    const QStringList names {tr("Step time"),  tr("Step range"), tr("Tokens/s"), tr("MFU"),
+                             tr("Peak memory"), tr("Peak range"), tr("OOM risk"), tr("Bubble"),
+                             tr("GPUs"),       tr("Global batch")};
     for (int c = 0; c < 4; ++c) {
         auto* header = new QLabel(QStringLiteral("<b>%1</b>").arg(headers[c]), results);
         header->setAlignment(c == 0 ? Qt::AlignLeft : Qt::AlignRight);
@@ -201,7 +217,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
                 m_stageLayers->clear();
             scheduleEdit();
         });
-    for (QComboBox* box : {m_zero, m_recompute, m_schedule})
+    for (QComboBox* box : {m_zero, m_recompute, m_schedule, m_framework})
         connect(box, &QComboBox::currentIndexChanged, this, &WhatIfPanel::scheduleEdit);
     for (QCheckBox* box : {m_tpOverlap, m_paramGatherOverlap, m_fp8, m_eager})
         connect(box, &QCheckBox::toggled, this, &WhatIfPanel::scheduleEdit);
@@ -266,6 +282,7 @@ void WhatIfPanel::loadEditors(const ParallelConfig& c)
     m_paramGatherOverlap->setChecked(c.overlap_param_gather);
     m_fp8->setChecked(c.fp8_linears);
     m_eager->setChecked(c.eager_kernels);
+    m_framework->setCurrentIndex(m_framework->findData(static_cast<int>(c.framework)));
     m_stageLayers->setText(m_baseline && c.pp > 1 ? layersText(resolvedStageLayers(*m_baseline)) : QString());
     m_loading = false;
 }
@@ -289,6 +306,7 @@ ParallelConfig WhatIfPanel::editedConfig() const
     c.overlap_param_gather = m_paramGatherOverlap->isChecked();
     c.fp8_linears = m_fp8->isChecked();
     c.eager_kernels = m_eager->isChecked();
+    c.framework = static_cast<Framework>(m_framework->currentData().toInt());
     c.stage_layers.clear();
     static const QRegularExpression separators(QStringLiteral("[,;\\s]+"));
     for (const QString& part : m_stageLayers->text().split(separators, Qt::SkipEmptyParts)) {
@@ -312,6 +330,21 @@ void WhatIfPanel::setValue(const QString& field, int value)
                                                      : nullptr;
     if (box)
         box->setValue(value);
+}
+
+void WhatIfPanel::setFramework(Framework framework)
+{
+    m_framework->setCurrentIndex(m_framework->findData(static_cast<int>(framework)));
+}
+
+QString WhatIfPanel::predictionText(const QString& row, int column) const
+{
+    if (column < 0 || column > 3)
+        return {};
+    for (int r = 0; r < RowCount; ++r)
+        if (m_table[r][0]->text() == row)
+            return m_table[r][column]->text();
+    return {};
 }
 
 void WhatIfPanel::showResult(const Evaluation& result, double seconds)
@@ -352,6 +385,12 @@ void WhatIfPanel::updateTable()
     set(StepRow, measuredText(&a, [](const Evaluation& e) { return format::seconds(e.step_time); }),
         measuredText(b, [](const Evaluation& e) { return format::seconds(e.step_time); }),
         both ? colored(format::relativeDelta(a.step_time, b->step_time), b->step_time <= a.step_time) : QString());
+    const auto stepRange = [](const Evaluation& e) {
+        return e.step_time_range.high > 0
+            ? QStringLiteral("%1 – %2").arg(format::seconds(e.step_time_range.low), format::seconds(e.step_time_range.high))
+            : QStringLiteral("—");
+    };
+    set(StepRangeRow, measuredText(&a, stepRange), measuredText(b, stepRange), QString());
     set(TokensRow, measuredText(&a, [](const Evaluation& e) { return format::count(e.tokens_per_s); }),
         measuredText(b, [](const Evaluation& e) { return format::count(e.tokens_per_s); }),
         both ? colored(format::relativeDelta(a.tokens_per_s, b->tokens_per_s), b->tokens_per_s >= a.tokens_per_s)
@@ -368,6 +407,24 @@ void WhatIfPanel::updateTable()
         b ? (peak(*b) > 0 ? format::bytes(peak(*b)) : none) : QString(),
         b && peak(a) > 0 && peak(*b) > 0 ? colored(format::relativeDelta(peak(a), peak(*b)), peak(*b) <= peak(a))
                                          : QString());
+    const auto memoryRange = [&](const Evaluation* e) {
+        if (!e)
+            return QString();
+        return !e->stages.empty() && e->peak_memory_range.high > 0
+            ? QStringLiteral("%1 – %2 GB")
+                  .arg(format::gigabytes(e->peak_memory_range.low), format::gigabytes(e->peak_memory_range.high))
+            : none;
+    };
+    set(MemoryRangeRow, memoryRange(&a), memoryRange(b), QString());
+    const auto risk = [&](const Evaluation* e) {
+        if (!e)
+            return QString();
+        return e->stages.empty() ? none : format::text(oomRiskName(e->oom_risk));
+    };
+    set(OomRow, risk(&a), risk(b),
+        b && !a.stages.empty() && !b->stages.empty() && a.oom_risk != b->oom_risk
+            ? colored(risk(b), b->oom_risk < a.oom_risk)
+            : QString());
     set(BubbleRow, measuredText(&a, [](const Evaluation& e) { return QLocale::c().toString(e.bubble_ratio, 'f', 3); }),
         measuredText(b, [](const Evaluation& e) { return QLocale::c().toString(e.bubble_ratio, 'f', 3); }), QString());
     set(GpusRow, QString::number(a.config.worldSize()), b ? QString::number(b->config.worldSize()) : QString(),

@@ -19,8 +19,8 @@ namespace shardscape::ui {
 
 /**
  * Edits the selected plan's configuration (tp, pp, dp, vpp, micro-batch, micro-batches, ZeRO, recomputation,
- * schedule, layers per stage) and shows the re-simulated result against the original: step time, throughput, MFU,
- * peak memory and bubble, with their change. Edits within one event-loop pass are coalesced, then configEdited() asks
+ * schedule, framework, layers per stage) and shows the re-simulated result against the original: step time and its
+ * predicted range, throughput, MFU, peak memory with its range and OOM risk, and bubble, with their change. Edits within one event-loop pass are coalesced, then configEdited() asks
  * for a re-simulation.
  */
 class WhatIfPanel : public QWidget
@@ -46,6 +46,11 @@ public:
 
     /** Sets one editor by name ("tp", "pp", "dp", "vpp", "micro_batch", "num_microbatches"), as a user would. */
     void setValue(const QString& field, int value);
+    /** Chooses the framework as a user would. */
+    void setFramework(Framework framework);
+    /** The text of one cell of the prediction table: row by its label ("Step range", "OOM risk", ...), column 1 the
+        plan, 2 the what-if, 3 the change; empty when there is no such row. */
+    QString predictionText(const QString& row, int column) const;
 
 signals:
     void configEdited(const shardscape::ParallelConfig& config);
@@ -76,9 +81,10 @@ private:
     QCheckBox* m_paramGatherOverlap;
     QCheckBox* m_fp8;
     QCheckBox* m_eager;
+    QComboBox* m_framework;
     QLineEdit* m_stageLayers;
     QLabel* m_status;
-    QLabel* m_table[7][4] {};
+    QLabel* m_table[10][4] {};
     QPushButton* m_reset;
     QPushButton* m_pin;
     QTimer* m_debounce;

@@ -322,6 +322,10 @@ LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpG
     const FrameworkProfile& framework = frameworkProfile(c.framework);
     layout.loss_saved_bytes_per_logit = framework.loss_saved_bytes_per_logit;
     layout.loss_working_bytes_per_logit = framework.loss_working_bytes_per_logit;
+    layout.cp_comm = framework.cp_comm;
+    layout.cp_merge_bytes_per_element = framework.cp_merge_bytes_per_element;
+    layout.cp_dkv_bytes_per_element = framework.cp_dkv_bytes_per_element;
+    layout.tp_overlap_serial_chunks = framework.tp_overlap_serial_chunks;
     // torchtitan's per-op AC is PyTorch's selective checkpointing policy; Megatron's --recompute-modules are
     // module checkpoints whose outputs stay alive for the ops that consume them.
     layout.selective_checkpoint_policy = c.framework == Framework::Torchtitan;

@@ -116,6 +116,18 @@ FrameworkProfile megatronCore()
     p.loss_working_bytes_per_logit = 2;
     p.fragmentation = 1.10;
     p.schedules = {ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B};
+    // Context parallelism: cp_comm_type defaults to "p2p" (megatron/core/transformer/transformer_config.py), i.e.
+    // Transformer Engine's AttnFuncWithCPAndKVP2P (transformer_engine/pytorch/attention/dot_product_attention/
+    // context_parallel.py): a ring of K/V sends, each overlapped with one step's attention, the per-step outputs
+    // corrected into one output by flash_attn_fwd_out_correction (read the step's bf16 output, read and write the
+    // accumulator: ~10 B per element); backward sends K/V and the 16-bit dK/dV together along the ring.
+    // TP overlap (Transformer Engine userbuffers, transformer_engine/common/comm_gemm_overlap/
+    // comm_gemm_overlap.cpp split_overlap_ag / split_overlap_rs): the chunk GEMMs go round-robin onto
+    // _stream_compute (num_max_streams = 3), so consecutive chunks run concurrently: no chunking penalty.
+    p.tp_overlap_serial_chunks = false;
+    p.cp_comm = CpComm::P2PRing;
+    p.cp_merge_bytes_per_element = 10;
+    p.cp_dkv_bytes_per_element = 2;
     return p;
 }
 
@@ -168,6 +180,20 @@ FrameworkProfile torchtitan()
     p.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B};
     p.requires_sharded_dp = true;
     p.microbatches_at_least_stages = true;
+    // Context parallelism is PyTorch's context_parallel (torch/distributed/tensor/experimental/_attention.py):
+    // _cp_options.rotate_method defaults to ALL_GATHER (_AllGatherRotater: one all-gather of K/V issued at the first
+    // step, waited for at the second), and _templated_ring_attention merges every step's output with
+    // _SDPAMerger(convert_to_f32=True): block_out.to(float32) (2 read, 4 written), out - block_out (8, 4),
+    // sigmoid(lse diff) * diff (4, 4), out - that (8, 4) = 38 B per output element per step. Backward re-gathers
+    // K/V and rotates dK/dV with the ALL_TO_ALL rotater in the fp32 accumulation dtype
+    // (_templated_ring_attention_backward: accum_dtype = float32).
+    // Async TP (torch/distributed/_symmetric_memory/__init__.py _fused_all_gather_matmul_impl and
+    // _fused_matmul_reduce_scatter_impl): the shards are consumed one by one by separate matmuls on the current
+    // stream while copy engines move the next shard, so each GEMM runs as tp GEMMs of m / tp rows.
+    p.tp_overlap_serial_chunks = true;
+    p.cp_comm = CpComm::AllGather;
+    p.cp_merge_bytes_per_element = 38;
+    p.cp_dkv_bytes_per_element = 4;
     return p;
 }
 

@@ -118,6 +118,55 @@ bool runsInFp8(const Op& op, const LayerLayout& layout)
 }
 
 /**
+ * Throughput of torchao's rowwise-scaled FP8 GEMM relative to the tensorwise one. torch._scaled_mm with per-row
+ * scales runs a CUTLASS kernel whose epilogue multiplies every output by a row and a column scale (aten/src/ATen/
+ * native/cuda/RowwiseScaledMM.cu f8f8bf16_rowwise), where tensorwise calls cuBLASLt with two scalar scales. The
+ * torchao README's training table (Llama 3 8B, 8x H100: tensorwise +25%, rowwise +10% over bf16 end to end) is
+ * the check for this together with the extra casts below, not a fit.
+ */
+constexpr double kRowwiseGemmRelativeThroughput = 0.85;
+
+/**
+ * Elements cast to FP8 per GEMM under a recipe, for the forward GEMM (input m x k, weight k x n) and the two
+ * backward GEMMs. torchao/float8/float8_linear.py matmul_with_hp_or_float8_args: forward casts input and weight;
+ * the input-gradient GEMM casts grad_output and (again) the weight, the weight-gradient GEMM grad_output and
+ * (again) the input. Tensorwise scaling gives the same scale along both axes, so the forward's FP8 input and
+ * weight are reused (transposed) and grad_output is cast once; rowwise (Float8LinearConfig.from_recipe_name
+ * ROWWISE: every CastConfig axiswise) scales along the GEMM's reduction dimension, which differs between the
+ * GEMMs, so each operand is cast once per GEMM it enters.
+ */
+struct Fp8Casts
+{
+    double fwd = 0, bwd_input = 0, bwd_weight = 0; ///< elements cast before each GEMM
+};
+
+Fp8Casts fp8CastsOf(double m, double n, double k, Float8Recipe recipe)
+{
+    if (recipe == Float8Recipe::Rowwise)
+        return {m * k + k * n, m * n + k * n, m * n + m * k};
+    return {m * k + k * n, m * n, 0};
+}
+
+/**
+ * Fixed work of a flash-attention thread block in units of key/value tokens: loading its Q tile, the pipeline
+ * prologue, the softmax rescale and writing its O tile cost about two 128-wide K/V tiles. A kernel whose blocks
+ * loop over L keys per query tile therefore runs at L / (L + 256) of its long-sequence rate. Read from the
+ * published kernel curves at fixed batch x sequence (pytorch/benchmark PR 2391, H100, head_dim 128, 16k tokens):
+ * FlashAttention-3 430/517/566/590/614/621 TFLOP/s and the Triton FlashAttention-2 329/390/434/458/471/477 at
+ * sequence 512/1k/2k/4k/8k/16k both follow L / (L + 230-250).
+ */
+constexpr double kAttentionFixedKvTokens = 256;
+
+/** Time of a flash-attention kernel of `flops` (unmasked) whose thread blocks loop over `kvTokens` keys each. */
+double attentionKernelTime(const CostSource& source, double flops, double kvTokens, DType dtype)
+{
+    if (flops <= 0)
+        return 0;
+    const double occupancy = kvTokens > 0 ? kvTokens / (kvTokens + kAttentionFixedKvTokens) : 1.0;
+    return source.attentionTime(flops / occupancy, dtype);
+}
+
+/**
  * HBM traffic of eager PyTorch over the fused kernel the graph costs, per op of the transformer builders (the
  * torchtitan / Meta Llama module code, 2024): bytes moved per element of the 16-bit activation.
  * - RMSNorm: x.float() (2 read, 4 written), pow(2) (4, 4), mean (4), x * rsqrt (4, 4), type_as (4, 2), * weight
@@ -163,6 +212,72 @@ struct OverlappedCollective
 double exposedTime(double comm, double gemm, int tp)
 {
     return comm <= 0 ? 0 : std::max(comm / tp, comm - gemm);
+}
+
+/** What one layer's fused attention does under context parallelism (per micro-batch, per device). */
+struct CpAttention
+{
+    int cp = 1;
+    double attention_fwd = 0, attention_bwd = 0; ///< the whole local attention, all cp steps, seconds
+    double kv_bytes = 0; ///< the local K and V (16-bit; only the kv heads under GQA)
+    double out_elements = 0; ///< elements of the local attention output
+    CpComm comm = CpComm::P2PRing;
+    double merge_bytes_per_element = 10; ///< merging one more step's output into the running one
+    double dkv_bytes_per_element = 2; ///< dK/dV as passed along the ring in backward
+};
+
+struct CpAttentionCost
+{
+    double exposed_fwd = 0, exposed_bwd = 0; ///< communication not hidden under the attention steps
+    double merge_fwd = 0, merge_bwd = 0; ///< per-step output merges and gradient accumulations
+};
+
+/**
+ * Context-parallel attention as the frameworks run it: causal load balancing splits the sequence into 2 cp chunks
+ * and gives rank r chunks r and 2cp-1-r (Transformer Engine's get_batch_on_this_cp_rank in Megatron; PyTorch's
+ * _context_parallel_shard with enable_load_balance / the round-robin note of _templated_ring_attention). Every one
+ * of the cp steps then does the same work: the local step a causal block over both chunks, the others half
+ * blocks (both local query chunks against the sender's first chunk, or the second query chunk against both), so
+ * a step takes 1/cp of the attention.
+ * - P2P ring (TE AttnFuncWithCPAndKVP2P): the K/V for step i+1 travel while step i computes, so each of the cp - 1
+ *   transfers is exposed only beyond one step's attention. Backward sends K/V and the partial dK/dV together; the
+ *   dK/dV finally returns to its owner after the last step, unhidden.
+ * - All-gather (PyTorch _AllGatherRotater): the whole K/V is gathered once, under the local (first) step only.
+ *   Backward gathers again under the first step and rotates dK/dV (fp32) on a ring, each transfer under the next
+ *   step, the last one exposed.
+ * Every step after the first merges its partial output into the running one (online softmax); backward
+ * accumulates each step's dQ (read fp32 accumulator and the 16-bit step result, write fp32: 10 B per element).
+ */
+CpAttentionCost cpAttentionCost(const CpAttention& a, const GroupShape& group, const CostSource& source)
+{
+    CpAttentionCost c;
+    if (a.cp <= 1 || a.kv_bytes <= 0)
+        return c;
+    const bool inter = group.nodes() > 1;
+    const double steps = a.cp;
+    const double fwdStep = a.attention_fwd / steps;
+    const double bwdStep = a.attention_bwd / steps;
+    const double dkvBytes = a.kv_bytes * a.dkv_bytes_per_element / 2.0;
+    switch (a.comm) {
+    case CpComm::P2PRing: {
+        const double kv = source.p2pTime(a.kv_bytes, inter);
+        const double kvAndDkv = source.p2pTime(a.kv_bytes + dkvBytes, inter);
+        c.exposed_fwd = (steps - 1) * std::max(0.0, kv - fwdStep);
+        c.exposed_bwd = (steps - 1) * std::max(0.0, kvAndDkv - bwdStep) + source.p2pTime(dkvBytes, inter);
+        break;
+    }
+    case CpComm::AllGather: {
+        const double gather = source.collectiveTime(Collective::AllGather, a.kv_bytes * a.cp, group);
+        const double dkv = source.p2pTime(dkvBytes, inter);
+        c.exposed_fwd = std::max(0.0, gather - fwdStep);
+        c.exposed_bwd = std::max(0.0, gather - bwdStep) + (steps - 2) * std::max(0.0, dkv - bwdStep) + dkv;
+        break;
+    }
+    }
+    c.merge_fwd = (steps - 1) * source.memoryTime(a.merge_bytes_per_element * a.out_elements);
+    constexpr double kGradAccumulateBytesPerElement = 4 + 2 + 4;
+    c.merge_bwd = (steps - 1) * source.memoryTime(kGradAccumulateBytesPerElement * a.out_elements);
+    return c;
 }
 
 /** The recomputed module instance an op belongs to, or "" when its activations are kept. */
@@ -218,8 +333,10 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     std::unordered_map<TensorId, std::size_t> overlappedInput; ///< gathered column input -> its entry
     double tpFwd = 0, tpBwd = 0, otherFwd = 0, otherBwd = 0;
     double tpRecompute = 0; ///< forward TP collectives of recomputed ops, repeated inside backward
-    double attentionFwd = 0;
-    double cpKvBytes = 0;
+    double attentionFwd = 0, attentionBwd = 0;
+    bool attentionRecomputed = false; ///< the fused attention is part of a recomputed module
+    double cpKvBytes = 0; ///< local K and V (kv heads only under GQA)
+    double cpOutElements = 0; ///< elements of the local attention output
 
     for (std::size_t i = 0; i < layer.ops.size(); ++i) {
         const Op& op = graph.op(layer.ops[i]);
@@ -229,26 +346,58 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         const double bwdInputFlops = op.flops_bwd_input * share;
         const double bwdWeightFlops = op.flops_bwd_weight * share;
 
+        // A GEMM beside an overlapped sequence-parallel collective runs in tp chunks of m / tp rows, each
+        // pipelined against one chunk of the collective (PyTorch async TP: torch/distributed/_symmetric_memory/
+        // __init__.py _fused_all_gather_matmul_impl / _fused_matmul_reduce_scatter_impl split the sharded operand
+        // per rank; Transformer Engine's ring-exchange userbuffers overlap, transformer_engine/pytorch/module/
+        // base.py initialize_ub, likewise tp chunks). Where the framework runs the chunks one after another
+        // (FrameworkProfile::tp_overlap_serial_chunks) they are tp smaller, less efficient GEMMs instead of one.
+        const bool gathersInputOp = op.tp_role == TpRole::Column
+            || (op.tp_role == TpRole::Vocab && (op.kind == OpKind::Linear || op.kind == OpKind::MatMul));
+        const bool reducesOutputOp = op.tp_role == TpRole::Row;
+        const int chunks = tp > 1 && layout.sequence_parallel && layout.tp_comm_overlap
+                && layout.tp_overlap_serial_chunks && isGemm(op.kind)
+                && (gathersInputOp || reducesOutputOp)
+            ? tp
+            : 1;
         double fwd = 0, bwdIn = 0, bwdW = 0;
         if (isGemm(op.kind) && fwdFlops > 0) {
             const Gemm g = gemmOf(graph, op, fwdFlops, split ? tp : 1);
             const bool fp8 = runsInFp8(op, layout);
             const DType gemmType = fp8 ? DType::FP8 : dtype;
-            fwd = source.matmulTime(g.m, g.n, g.k, gemmType);
-            bwdIn = bwdInputFlops > 0 ? source.matmulTime(g.m, g.k, g.n, gemmType) * bwdInputFlops / fwdFlops : 0;
-            bwdW = bwdWeightFlops > 0 ? source.matmulTime(g.k, g.n, g.m, gemmType) * bwdWeightFlops / fwdFlops : 0;
+            const double rowwise
+                = fp8 && layout.fp8_recipe == Float8Recipe::Rowwise ? 1.0 / kRowwiseGemmRelativeThroughput : 1.0;
+            const double mc = g.m / chunks;
+            fwd = chunks * source.matmulTime(mc, g.n, g.k, gemmType) * rowwise;
+            bwdIn = bwdInputFlops > 0
+                ? chunks * source.matmulTime(mc, g.k, g.n, gemmType) * rowwise * bwdInputFlops / fwdFlops
+                : 0;
+            // The weight-gradient GEMM reduces over all m rows at once (it is not part of the pipelined overlap).
+            bwdW = bwdWeightFlops > 0 ? source.matmulTime(g.k, g.n, g.m, gemmType) * rowwise * bwdWeightFlops / fwdFlops
+                                      : 0;
             if (fp8) {
-                // Casts of the input and the weight before the forward GEMM, of the output gradient before backward.
-                fwd += source.memoryTime(kFp8CastBytesPerElement * (g.m * g.k + g.k * g.n));
-                bwdIn += source.memoryTime(kFp8CastBytesPerElement * g.m * g.n);
+                // Dynamic-scaling casts of each GEMM's operands (the recipe decides which are cast again).
+                const Fp8Casts casts = fp8CastsOf(g.m, g.n, g.k, layout.fp8_recipe);
+                fwd += source.memoryTime(kFp8CastBytesPerElement * casts.fwd);
+                bwdIn += source.memoryTime(kFp8CastBytesPerElement * casts.bwd_input);
+                bwdW += source.memoryTime(kFp8CastBytesPerElement * casts.bwd_weight);
             }
         } else if (op.kind == OpKind::FlashAttention) {
-            fwd = source.attentionTime(fwdFlops, dtype);
+            // Per ring step under context parallelism (see the cp block below): each of the cp steps covers an
+            // equal share of the causal work, its thread blocks looping over about one chunk of S / (2 cp) keys
+            // (zig-zag halves) up to 1.5 chunks; without CP a causal kernel's blocks loop over S / 2 keys on average.
+            const double seq = static_cast<double>(graph.seq_len);
+            const double kvTokens = cp > 1 ? 1.5 * seq / (2.0 * cp) : seq / 2.0;
+            fwd = attentionKernelTime(source, fwdFlops, kvTokens, dtype);
             // Flash backward recomputes the scores: five GEMM passes to the forward's two (x 1.25 of 2x).
-            bwdIn = source.attentionTime(bwdInputFlops * 1.25, dtype);
+            bwdIn = attentionKernelTime(source, bwdInputFlops * 1.25, kvTokens, dtype);
             attentionFwd += fwd;
+            attentionBwd += bwdIn;
+            attentionRecomputed = attentionRecomputed || !instanceOf[i].empty();
             for (std::size_t k = 1; k < op.inputs.size() && k < 3; ++k)
                 cpKvBytes += bytesOf(op.inputs[k]);
+            if (!op.outputs.empty())
+                cpOutElements += bytesOf(op.outputs.front()) / std::max(1, dtypeBytes(graph.tensor(op.outputs.front()).dtype));
         } else if (op.kind == OpKind::Loss && !op.inputs.empty()) {
             const Tensor& logitsTensor = graph.tensor(op.inputs.front());
             const double logits = bytesOf(op.inputs.front()) / std::max(1, dtypeBytes(logitsTensor.dtype));
@@ -404,11 +553,19 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     cost.working_bytes = std::max(cost.working_bytes, fullBytes - cost.activation_bytes);
 
     if (cp > 1 && cpKvBytes > 0) {
-        // Ring attention: cp - 1 steps each passing the local K/V chunk on, hidden under the attention compute.
-        const bool inter = layout.cp_group.nodes() > 1;
-        const double ring = (cp - 1) * source.p2pTime(cpKvBytes, inter);
-        otherFwd += std::max(0.0, ring - attentionFwd);
-        otherBwd += std::max(0.0, 2 * ring - 2 * attentionFwd); // K/V out and dK/dV back
+        const CpAttentionCost cpCost = cpAttentionCost(
+            {cp, attentionFwd, attentionBwd, cpKvBytes, cpOutElements, layout.cp_comm, layout.cp_merge_bytes_per_element,
+             layout.cp_dkv_bytes_per_element},
+            layout.cp_group, source);
+        otherFwd += cpCost.exposed_fwd;
+        otherBwd += cpCost.exposed_bwd;
+        cost.forward += cpCost.merge_fwd;
+        cost.backward_input += cpCost.merge_bwd;
+        if (attentionRecomputed) {
+            // The recomputed forward runs the ring (and its merges) again before the backward.
+            otherBwd += cpCost.exposed_fwd;
+            cost.recompute += cpCost.merge_fwd;
+        }
     }
 
     for (const auto& o : overlapped) {

@@ -308,6 +308,7 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
     ImportedConfig out;
     out.format = "torchtitan";
     ParallelConfig& c = out.config;
+    c.framework = Framework::Torchtitan;
 
     const TomlTable model = tomlTable(root, origin, "model");
     const TomlTable training = tomlTable(root, origin, "training");
@@ -550,6 +551,7 @@ ImportedConfig importDeepSpeed(const nlohmann::json& doc, const std::string& ori
     ImportedConfig out;
     out.format = "deepspeed";
     ParallelConfig& c = out.config;
+    c.framework = Framework::DeepSpeed;
     const auto batch = f.optInteger("train_batch_size", 1, kMaxBatch);
     const auto micro = f.optInteger("train_micro_batch_size_per_gpu", 1, kMaxBatch);
     const auto accumulation = f.optInteger("gradient_accumulation_steps", 1, kMaxBatch);
@@ -693,6 +695,25 @@ Format detect(std::string_view text, std::string_view origin)
     return Format::Script;
 }
 
+/**
+ * The framework an importer set must be able to run the configuration the file describes; when its profile refuses
+ * it (torchtitan with DDP only, DeepSpeed's pipeline with ZeRO-2/3), the file is simulated as written with the
+ * generic profile and a warning says why.
+ */
+ImportedConfig checkedFramework(ImportedConfig out)
+{
+    ParallelConfig& c = out.config;
+    if (c.framework == Framework::Generic)
+        return out;
+    const std::string problem = frameworkRestriction(frameworkProfile(c.framework), c);
+    if (!problem.empty()) {
+        out.warnings.push_back(cat("the ", frameworkName(c.framework), " profile does not run this configuration (",
+                                   problem, "): simulated with the generic profile"));
+        c.framework = Framework::Generic;
+    }
+    return out;
+}
+
 } // namespace
 
 ImportedConfig importJobConfigText(std::string_view text, std::string_view originView, const ImportOptions& options)
@@ -702,17 +723,17 @@ ImportedConfig importJobConfigText(std::string_view text, std::string_view origi
         fail(origin, 0, "the file is empty", "export a torchtitan TOML, Megatron script or DeepSpeed JSON");
     switch (detect(text, origin)) {
     case Format::Toml:
-        return importTorchtitan(text, origin, options);
+        return checkedFramework(importTorchtitan(text, origin, options));
     case Format::Json: {
         const nlohmann::json doc = parseJson(text, origin);
         if (!doc.is_object())
             fail(origin, 0, cat("expected a JSON object, got ", describeJson(doc)));
         if (doc.contains("schema") && doc["schema"] == kPlanSchema)
             return importPlan(doc, origin);
-        return importDeepSpeed(doc, origin, options);
+        return checkedFramework(importDeepSpeed(doc, origin, options));
     }
     case Format::Script:
-        return importing::importMegatron(text, origin, options);
+        return checkedFramework(importing::importMegatron(text, origin, options));
     }
     return {};
 }

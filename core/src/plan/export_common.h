@@ -35,6 +35,13 @@ Context makeContext(const LoadedPlan& plan, const ModelGraph& model, const Clust
 /** The header lines (no comment prefix): Shardscape, model, cluster, configuration, predictions. */
 std::vector<std::string> headerLines(const Context& context, std::string_view what);
 
+/**
+ * Appends to `head` the line naming the framework profile of the target (`target`: the framework whose config is
+ * written) and, when the plan was made for another named framework or the target cannot run the plan as written
+ * (frameworkRestriction), a "WARNING: ..." line saying so. The export is written either way.
+ */
+void appendFrameworkLines(const Context& context, Framework target, std::vector<std::string>& head);
+
 /** `text` wrapped to lines of at most `width` characters, the first prefixed by `first` and the rest by `rest`. */
 std::vector<std::string> wrap(std::string_view text, std::size_t width, std::string_view first, std::string_view rest);
 

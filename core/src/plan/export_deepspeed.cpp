@@ -126,6 +126,7 @@ std::string exportDeepSpeed(Context& context)
                          c.rank_order, " cannot be set"));
 
     std::vector<std::string> comment = headerLines(context, "DeepSpeed config");
+    appendFrameworkLines(context, Framework::DeepSpeed, comment);
     comment.push_back(cat("train_batch_size ", plan.global_batch, " = micro-batch ", c.micro_batch,
                           " x gradient accumulation ", c.num_microbatches, " x data parallel ", c.dp));
     for (const auto& note : context.notes)

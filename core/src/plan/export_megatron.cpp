@@ -270,6 +270,7 @@ std::string exportMegatron(Context& context)
     const bool fsdp = c.zero_stage >= 2 && c.dp * c.cp > 1;
 
     std::vector<std::string> head = headerLines(context, "Megatron-LM launch script");
+    appendFrameworkLines(context, Framework::MegatronCore, head);
     head.emplace_back();
     head.emplace_back("Run this on every node. MEGATRON_LM is a Megatron-LM checkout (core_v0.15 or later),");
     head.emplace_back("MASTER_ADDR the host name of node 0; any arguments are appended to pretrain_gpt.py's.");

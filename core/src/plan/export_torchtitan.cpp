@@ -355,6 +355,7 @@ std::string exportTorchtitan(Context& context)
 
     const LaunchShape shape = launchShape(context);
     std::vector<std::string> head = headerLines(context, "torchtitan job config");
+    appendFrameworkLines(context, Framework::Torchtitan, head);
     head.emplace_back();
     head.emplace_back("torchtitan job config in the TOML schema of torchtitan v0.2.0 to v0.2.2. Run on every node:");
     head.push_back(cat("  torchrun --nnodes ", shape.nodes, " --nproc-per-node ", shape.gpus_per_node,

@@ -302,6 +302,30 @@ std::vector<std::string> headerLines(const Context& context, std::string_view wh
     return lines;
 }
 
+void appendFrameworkLines(const Context& context, Framework target, std::vector<std::string>& head)
+{
+    const ParallelConfig& c = context.config();
+    const std::string_view name = frameworkName(target);
+    const std::string_view planned = frameworkName(c.framework);
+    std::string line = cat("Framework profile: ", name, " (", frameworkProfile(target).version, ")");
+    if (c.framework == target)
+        line += "; the plan was made for it";
+    else if (c.framework == Framework::Generic)
+        line += cat("; the plan was made for no framework (plan with --framework ", name,
+                    " for its memory terms and limits)");
+    for (auto& wrapped : wrap(line, 112, "", "  "))
+        head.push_back(std::move(wrapped));
+    if (c.framework != Framework::Generic && c.framework != target)
+        for (auto& wrapped : wrap(cat("WARNING: the plan was made for ", planned, ", not ", name, ": its predictions use ",
+                                      planned, "'s memory terms and limits (plan again with --framework ", name,
+                                      " for this target)"),
+                                  112, "", "  "))
+            head.push_back(std::move(wrapped));
+    if (const std::string problem = frameworkRestriction(frameworkProfile(target), c); !problem.empty())
+        for (auto& wrapped : wrap(cat("WARNING: ", name, " cannot run the plan as written: ", problem), 112, "", "  "))
+            head.push_back(std::move(wrapped));
+}
+
 std::vector<std::string> wrap(std::string_view text, std::size_t width, std::string_view first, std::string_view rest)
 {
     std::vector<std::string> lines;

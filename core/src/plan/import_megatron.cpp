@@ -829,6 +829,7 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
     readLauncher(launcher, out);
     const MegatronArgs args(arguments, origin, out.warnings);
     ParallelConfig& c = out.config;
+    c.framework = Framework::MegatronCore;
 
     c.tp = static_cast<int>(args.integer("--tensor-model-parallel-size", 1, kMaxDegree).value_or(1));
     c.pp = static_cast<int>(args.integer("--pipeline-model-parallel-size", 1, kMaxDegree).value_or(1));

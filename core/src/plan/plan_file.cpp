@@ -178,6 +178,7 @@ json configJson(const ParallelConfig& c)
                  {"overlap_param_gather", c.overlap_param_gather},
                  {"fp8_linears", c.fp8_linears},
                  {"eager_kernels", c.eager_kernels},
+                 {"framework", frameworkName(c.framework)},
                  {"recompute", recomputeName(c.recompute)},
                  {"recompute_modules", c.recompute_modules},
                  {"schedule", scheduleName(c.schedule)},
@@ -189,7 +190,13 @@ json memoryJson(const MemoryBreakdown& m)
 {
     return json {{"weights_gb", toGB(m.weights)},     {"gradients_gb", toGB(m.gradients)},
                  {"optimizer_gb", toGB(m.optimizer)}, {"activations_gb", toGB(m.activations)},
-                 {"transient_gb", toGB(m.transient)}, {"reserve_gb", toGB(m.reserve)}};
+                 {"transient_gb", toGB(m.transient)}, {"reserve_gb", toGB(m.reserve)},
+                 {"runtime_gb", toGB(m.runtime)},     {"fragmentation_gb", toGB(m.fragmentation)}};
+}
+
+json rangeJson(const PredictionRange& range, double scale = 1)
+{
+    return json::array({range.low * scale, range.high * scale});
 }
 
 json timeJson(const TimeBreakdown& t)
@@ -260,6 +267,16 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     c.overlap_param_gather = f.boolean("overlap_param_gather", false);
     c.fp8_linears = f.boolean("fp8_linears", false);
     c.eager_kernels = f.boolean("eager_kernels", false);
+    if (const auto framework = f.optString("framework")) { // absent in older plans: generic
+        const auto parsed = parseFramework(*framework);
+        if (!parsed) {
+            std::vector<std::string> names;
+            for (const auto known : allFrameworks())
+                names.emplace_back(frameworkName(known));
+            f.fail("framework", cat("unknown framework '", *framework, "'"), cat("use ", join(names)));
+        }
+        c.framework = *parsed;
+    }
     const std::string recompute = f.string("recompute");
     const auto recomputeKind = parseRecompute(recompute);
     if (!recomputeKind)
@@ -356,6 +373,9 @@ MemoryBreakdown memoryFromJson(const json& doc, const std::string& origin, const
     m.activations = metric(f, "activations_gb") * units::kGB;
     m.transient = metric(f, "transient_gb") * units::kGB;
     m.reserve = metric(f, "reserve_gb") * units::kGB;
+    // The parts of reserve, added later: absent in older plans.
+    m.runtime = f.optNumber("runtime_gb", 0, kMaxValue).value_or(0) * units::kGB;
+    m.fragmentation = f.optNumber("fragmentation_gb", 0, kMaxValue).value_or(0) * units::kGB;
     f.checkNoUnknownKeys();
     return m;
 }
@@ -373,6 +393,32 @@ TimeBreakdown timeFromJson(const json& doc, const std::string& origin)
     t.optimizer = metric(f, "optimizer_s", kTimeSlack);
     f.checkNoUnknownKeys();
     return t;
+}
+
+/** An optional [low, high] pair with 0 <= low <= high (seconds or GB). */
+std::optional<PredictionRange> rangeFromJson(JsonFields& f, std::string_view key)
+{
+    const json* value = f.find(key);
+    if (!value)
+        return std::nullopt;
+    if (!value->is_array() || value->size() != 2 || !(*value)[0].is_number() || !(*value)[1].is_number())
+        f.fail(key, cat("expected [low, high], got ", describeJson(*value)));
+    const PredictionRange range {(*value)[0].get<double>(), (*value)[1].get<double>()};
+    if (!std::isfinite(range.low) || !std::isfinite(range.high) || range.low < 0 || range.high < range.low
+        || range.high > kMaxValue)
+        f.fail(key, cat("[", range.low, ", ", range.high, "] is not a range 0 <= low <= high"));
+    return range;
+}
+
+std::optional<OomRisk> oomRiskFromJson(JsonFields& f)
+{
+    const auto text = f.optString("oom_risk");
+    if (!text)
+        return std::nullopt;
+    for (const auto risk : {OomRisk::Fits, OomRisk::Tight, OomRisk::Likely})
+        if (oomRiskName(risk) == *text)
+            return risk;
+    f.fail("oom_risk", cat("unknown OOM risk '", *text, "'"), "use fits, tight or likely");
 }
 
 /** Expands a stage's "ranks" (a list, or {count, first, stride}) into the list of global ranks. */
@@ -510,7 +556,11 @@ nlohmann::json planToJson(const Evaluation& chosen, const CostModel& model, cons
                   {"bubble_ratio", chosen.bubble_ratio},
                   {"memory_limit_gb", toGB(chosen.memory_limit_bytes)},
                   {"peak_memory_gb", std::move(peaks)},
-                  {"time", timeJson(chosen.time)}};
+                  {"time", timeJson(chosen.time)},
+                  {"step_time_range_s", rangeJson(chosen.step_time_range)},
+                  {"peak_memory_range_gb", rangeJson(chosen.peak_memory_range, 1 / units::kGB)},
+                  {"oom_risk", oomRiskName(chosen.oom_risk)},
+                  {"regime", chosen.regime}};
 
     json modelInfo {{"name", context.model_name.empty() ? graph.name : context.model_name},
                     {"spec", context.model_spec},
@@ -698,6 +748,11 @@ LoadedPlan planFromJson(const nlohmann::json& doc, std::string_view originView)
                        cat("entry ", r, " is ", describeJson(peaks[r]), ", but stages[", r, "].memory_gb is ",
                            out.peak_memory_gb[r]));
         out.time = timeFromJson(m.object("time"), origin);
+        // Added with the calibration ranges: absent in older plans.
+        out.step_time_range_s = rangeFromJson(m, "step_time_range_s");
+        out.peak_memory_range_gb = rangeFromJson(m, "peak_memory_range_gb");
+        out.oom_risk = oomRiskFromJson(m);
+        out.regime = m.optString("regime").value_or("");
         m.checkNoUnknownKeys();
     }
     top.checkNoUnknownKeys();

@@ -48,6 +48,12 @@ PlanResult reusePlan(const Problem& problem, const PlannerConfig& config, Progre
         c.stage_layers = loaded.resolved_stage_layers;
     if (globalBatch != c.globalBatch() && globalBatch % (static_cast<std::int64_t>(c.dp) * c.micro_batch) == 0)
         c.num_microbatches = static_cast<int>(globalBatch / (static_cast<std::int64_t>(c.dp) * c.micro_batch));
+    // A named framework in the config (--framework) overrides the plan's; generic keeps what the plan was made for.
+    if (config.framework != Framework::Generic && config.framework != c.framework) {
+        log(cat("warning: plan was made for ", frameworkName(c.framework), ", now ", frameworkName(config.framework),
+                ": re-simulating it with ", frameworkName(config.framework), "'s memory terms and limits"));
+        c.framework = config.framework;
+    }
 
     Workload workload;
     workload.global_batch = globalBatch;
@@ -55,6 +61,7 @@ PlanResult reusePlan(const Problem& problem, const PlannerConfig& config, Progre
     workload.memory_limit_bytes = !config.consider_mem ? 1e30
         : config.memory_constraint > 0                 ? config.memory_constraint * units::kGB
                                                        : cluster.device.memory_bytes;
+    workload.min_memory_headroom_bytes = config.min_memory_headroom < 0 ? -1 : config.min_memory_headroom * units::kGB;
     Evaluation e = model->evaluate(c, workload);
     result.counts.candidates_total = 1;
     result.counts.simulated = e.stages.empty() ? 0 : 1;

@@ -43,7 +43,11 @@ json stageJson(const StageReport& stage, const ParallelConfig& config, const Cos
                 {"optimizer_gb", toGB(m.optimizer)},
                 {"activations_gb", toGB(m.activations)},
                 {"transient_gb", toGB(m.transient)},
-                {"reserve_gb", toGB(m.reserve)}}}};
+                {"reserve_gb", toGB(m.reserve)},
+                {"runtime_gb", toGB(m.runtime)},
+                {"fragmentation_gb", toGB(m.fragmentation)},
+                {"allocated_gb", toGB(m.allocated())},
+                {"allocator_reserved_gb", toGB(m.allocatorReserved())}}}};
     // With one chunk per rank the chunk is the stage's layer range; listing it again would only add noise.
     if (config.vpp > 1) {
         auto chunks = json::array();
@@ -77,6 +81,7 @@ nlohmann::json candidateJson(const Evaluation& e, const CostModel& model)
               {"overlap_param_gather", c.overlap_param_gather},
               {"fp8_linears", c.fp8_linears},
               {"eager_kernels", c.eager_kernels},
+              {"framework", frameworkName(c.framework)},
               {"schedule", scheduleName(c.schedule)},
               {"rank_order", c.rank_order},
               {"feasible", e.feasible},
@@ -97,6 +102,15 @@ nlohmann::json candidateJson(const Evaluation& e, const CostModel& model)
     out["mfu"] = metric(e.mfu);
     out["hfu"] = metric(e.hfu);
     out["bubble_ratio"] = metric(e.bubble_ratio);
+    out["step_time_range_s"]
+        = simulated ? json::array({e.step_time_range.low, e.step_time_range.high}) : json(nullptr);
+    // The memory prediction exists once the configuration was costed (simulated or not).
+    const bool costed = !e.stages.empty();
+    out["peak_memory_range_gb"] = costed
+        ? json::array({toGB(e.peak_memory_range.low), toGB(e.peak_memory_range.high)})
+        : json(nullptr);
+    out["oom_risk"] = costed ? json(oomRiskName(e.oom_risk)) : json(nullptr);
+    out["regime"] = e.regime;
 
     auto peaks = json::array();
     auto stages = json::array();

@@ -27,6 +27,66 @@ std::vector<int> divisorsOf(int n, int limit)
     return out;
 }
 
+template<typename T> bool contains(const std::vector<T>& values, T value)
+{
+    return std::find(values.begin(), values.end(), value) != values.end();
+}
+
+/**
+ * Removes from `space` what config.framework cannot run, dimension by dimension, so the enumeration never builds
+ * those candidates (the search stays bounded); notes each removal in space.framework_limits.
+ */
+void applyFramework(SearchSpace& space, const PlannerConfig& config)
+{
+    if (config.framework == Framework::Generic)
+        return;
+    const FrameworkProfile& p = frameworkProfile(config.framework);
+    const auto limit = [&](const std::string& what) { space.framework_limits.push_back(what); };
+    const auto onlyOne = [&](std::vector<int>& values, bool allowed, const char* what) {
+        if (!allowed && values.size() > 1) {
+            values = {1};
+            limit(cat("no ", what));
+        }
+    };
+    onlyOne(space.tp, p.tensor_parallel, "tensor parallelism");
+    onlyOne(space.cp, p.context_parallel, "context parallelism");
+    onlyOne(space.ep, p.expert_parallel, "expert parallelism");
+
+    const std::vector<int> zero = space.zero;
+    std::erase_if(space.zero, [&](int z) { return !contains(p.zero_stages, z); });
+    if (space.zero.size() != zero.size()) {
+        std::vector<std::string> stages;
+        for (const int z : p.zero_stages)
+            stages.push_back(cat(z));
+        limit(cat("ZeRO stages ", join(stages), " only"));
+    }
+
+    // Without any schedule the framework has no pipeline: one note below says so.
+    for (const auto schedule : space.schedules)
+        if (!contains(p.schedules, schedule) && !p.schedules.empty())
+            limit(cat("no ", scheduleName(schedule), " schedule"));
+    std::erase_if(space.schedules, [&](ScheduleKind s) { return !contains(p.schedules, s); });
+    if (!space.vpp_interleaved.empty() && !contains(p.schedules, ScheduleKind::Interleaved1F1B)) {
+        space.vpp_interleaved.clear();
+        if (!p.schedules.empty())
+            limit("no interleaved schedule");
+    }
+    if (space.schedules.empty() && space.vpp_interleaved.empty()
+        && std::any_of(space.pp.begin(), space.pp.end(), [](int pp) { return pp > 1; })) {
+        std::erase_if(space.pp, [](int pp) { return pp > 1; });
+        limit(p.schedules.empty() ? "no pipeline parallelism" : "none of its pipeline schedules was asked for");
+    }
+    const bool pipelines = std::any_of(space.pp.begin(), space.pp.end(), [](int pp) { return pp > 1; });
+    if (!p.pipeline_with_zero23 && pipelines && std::any_of(space.zero.begin(), space.zero.end(), [](int z) {
+            return z >= 2;
+        }))
+        limit("no ZeRO-2/3 with pipeline parallelism");
+    if (p.requires_sharded_dp)
+        limit("bf16 training only under FSDP (dp x cp >= 2)");
+    if (p.microbatches_at_least_stages && pipelines)
+        limit("at least as many micro-batches as pipeline stages");
+}
+
 int blockCount(const CostModel& model)
 {
     int blocks = 0;
@@ -116,16 +176,26 @@ SearchSpace buildSearchSpace(const CostModel& model, const PlannerConfig& config
     else
         space.ep = {1};
 
-    if (space.tp.empty() || space.pp.empty())
-        throw InputError(cat("the planner has nothing to search for ", graph.name, " on ", world, " GPUs"),
-                         "relax pipeline_nstages, --method or the mesh size");
+    applyFramework(space, config);
+    if (space.tp.empty() || space.pp.empty() || space.zero.empty())
+        throw InputError(
+            cat("the planner has nothing to search for ", graph.name, " on ", world, " GPUs",
+                space.framework_limits.empty()
+                    ? std::string()
+                    : cat(" (", frameworkName(config.framework), ": ", join(space.framework_limits, "; "), ")")),
+            space.framework_limits.empty() ? "relax pipeline_nstages, --method or the mesh size"
+                                           : "relax pipeline_nstages, --method or the mesh size, or choose another "
+                                             "framework (--framework generic runs everything)");
     return space;
 }
 
 std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const SearchSpace& space,
-                                                const PlannerConfig& config)
+                                                const PlannerConfig& config, std::uint64_t* frameworkSkipped)
 {
     std::vector<ParallelConfig> out;
+    std::uint64_t skipped = 0;
+    const bool restricted = config.framework != Framework::Generic;
+    const FrameworkProfile& profile = frameworkProfile(config.framework);
     const int blocks = blockCount(model);
     const int layers = static_cast<int>(model.layers().size());
     for (const int tp : space.tp) {
@@ -185,6 +255,13 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     c.recompute = recompute;
                                     c.recompute_modules = space.recompute_modules;
                                     c.schedule = schedule;
+                                    c.framework = config.framework;
+                                    // The dimensions are pruned already (applyFramework); what is left are
+                                    // combinations such as DeepSpeed's pipeline with ZeRO-2/3.
+                                    if (restricted && !frameworkRestriction(profile, c).empty()) {
+                                        ++skipped;
+                                        continue;
+                                    }
                                     out.push_back(std::move(c));
                                 }
                             }
@@ -194,6 +271,8 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
             }
         }
     }
+    if (frameworkSkipped)
+        *frameworkSkipped = skipped;
     return out;
 }
 

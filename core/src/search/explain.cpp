@@ -25,7 +25,10 @@ std::string signedSeconds(double s)
 std::string summary(const Evaluation& e)
 {
     return cat(e.config.describe(), ": ", seconds(e.step_time), " per step, MFU ", fixed(100 * e.mfu, 1), "%, peak ",
-               fixed(e.peakMemory() / units::kGB, 1), " GB");
+               fixed(e.peakMemory() / units::kGB, 1), " GB",
+               e.feasible && e.oom_risk == OomRisk::Tight
+                   ? cat(" (tight: up to ", fixed(e.peak_memory_range.high / units::kGB, 1), " GB)")
+                   : std::string());
 }
 
 struct Family
@@ -64,7 +67,15 @@ std::vector<std::string> explainChoice(const Evaluation& chosen, const Evaluatio
 {
     std::vector<std::string> lines;
     lines.push_back("chosen: " + summary(chosen));
-    if (runnerUp) {
+    if (runnerUp && runnerUp->step_time < chosen.step_time && chosen.oom_risk == OomRisk::Fits
+        && runnerUp->oom_risk == OomRisk::Tight) {
+        // The ranking puts every plan that fits before the tight ones, faster or not.
+        lines.push_back(cat("runner-up: ", summary(*runnerUp), " (", fixed(100 * (1 - runnerUp->step_time / chosen.step_time), 1),
+                            "% faster, but its peak memory may reach ",
+                            fixed(runnerUp->peak_memory_range.high / units::kGB, 1), " GB of the ",
+                            fixed(runnerUp->memory_limit_bytes / units::kGB, 1),
+                            " GB limit: plans that fit rank before tight ones)"));
+    } else if (runnerUp) {
         const double slower = runnerUp->step_time / chosen.step_time - 1;
         lines.push_back(cat("runner-up: ", summary(*runnerUp), " (", fixed(100 * slower, 1),
                             "% slower: ", timeDifference(chosen, *runnerUp), ")"));

@@ -93,6 +93,17 @@ bool faster(const Scored& a, const Scored& b)
     return a.index < b.index;
 }
 
+/** The ranking: every plan whose memory fits (its peak range's high end, with the headroom, under the limit) before
+    every tight one, then the shorter step; "likely" out-of-memory plans are infeasible and never ranked. */
+bool better(const Scored& a, const Scored& b)
+{
+    const bool aTight = a.estimate.oom_risk != OomRisk::Fits;
+    const bool bTight = b.estimate.oom_risk != OomRisk::Fits;
+    if (aTight != bTight)
+        return bTight;
+    return faster(a, b);
+}
+
 std::vector<bool> pivotsFor(const CostModel& model, const std::vector<std::string>& pivots)
 {
     const auto& layers = model.layers();
@@ -155,8 +166,10 @@ Scored scoreCandidate(const Context& ctx, std::size_t index, ParallelConfig c)
         in.stash_bytes = profile.stash_bytes;
         in.transient_bytes = profile.transient_bytes;
         in.may_start = ctx.mayStart;
-        in.fixed_bytes = ctx.model.params().runtime_reserve_bytes;
-        in.memory_limit = ctx.workload.memory_limit_bytes;
+        // The partitioner sums allocated bytes: the runtime sits beside them, the allocator's slack scales them.
+        const double slack = ctx.model.fragmentationFactor(c);
+        in.fixed_bytes = ctx.model.runtimeBytes(c) / slack;
+        in.memory_limit = ctx.workload.memory_limit_bytes / slack;
         in.stages = c.pp;
         for (int stage = 0; stage < c.pp; ++stage)
             in.inflight.push_back(inflightOf(c.schedule, stage, c.pp, c.num_microbatches));
@@ -236,6 +249,7 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     workload.memory_limit_bytes = !config.consider_mem ? 1e30
         : config.memory_constraint > 0                 ? config.memory_constraint * units::kGB
                                                        : cluster.device.memory_bytes;
+    workload.min_memory_headroom_bytes = config.min_memory_headroom < 0 ? -1 : config.min_memory_headroom * units::kGB;
     const auto log = [&](std::string line) {
         progress.log(line);
         result.log.push_back(std::move(line));
@@ -252,8 +266,10 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     progress.progress("enumerating", 0, 1);
     const SearchSpace space
         = buildSearchSpace(*model, config, cluster.worldSize(), cluster.gpus_per_node, problem.global_batch);
-    const std::vector<ParallelConfig> candidates = enumerateCandidates(*model, space, config);
+    std::uint64_t frameworkSkipped = 0;
+    const std::vector<ParallelConfig> candidates = enumerateCandidates(*model, space, config, &frameworkSkipped);
     result.counts.candidates_total = candidates.size();
+    result.framework_limits = space.framework_limits;
     result.counts.enumerate_s = secondsSince(start);
     if (config.verbose) {
         const auto list = [](const auto& values) {
@@ -267,8 +283,20 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
                 "} interleaved vpp {", list(space.vpp_interleaved), "}, ", space.recompute.size(),
                 " recomputation modes, ", space.schedules.size(), " pipeline schedules"));
     }
+    if (config.framework != Framework::Generic)
+        log(cat("framework : ", frameworkName(config.framework), " (", frameworkProfile(config.framework).version, ")",
+                space.framework_limits.empty() ? std::string()
+                                               : cat("; search limited to what it runs: ",
+                                                     join(space.framework_limits, "; ")),
+                frameworkSkipped > 0 ? cat("; ", frameworkSkipped, " combinations it cannot run skipped")
+                                     : std::string()));
     log(cat("number of candidates : ", candidates.size()));
     log(cat("elapsed time to build candidates : ", fixed(result.counts.enumerate_s, 3), " s"));
+    if (candidates.empty() && (frameworkSkipped > 0 || !space.framework_limits.empty()))
+        throw InputError(cat("no parallel configuration of ", cluster.worldSize(), " GPUs that ",
+                             frameworkName(config.framework), " runs (", join(space.framework_limits, "; "),
+                             ") divides global batch ", problem.global_batch),
+                         "choose another global batch or framework (--framework generic runs everything)");
     if (candidates.empty())
         throw InputError(cat("no parallel configuration of ", cluster.worldSize(), " GPUs divides global batch ",
                              problem.global_batch),
@@ -332,8 +360,8 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     if (!infeasible.empty())
         result.min_memory_needed = infeasible.front()->estimate.peakMemory();
 
-    // Phase 3: simulate a shortlist with the event simulator and keep the top k.
-    std::sort(feasible.begin(), feasible.end(), [](const Scored* a, const Scored* b) { return faster(*a, *b); });
+    // Phase 3: simulate a shortlist with the event simulator and keep the top k, plans that fit before tight ones.
+    std::sort(feasible.begin(), feasible.end(), [](const Scored* a, const Scored* b) { return better(*a, *b); });
     const std::size_t shortlist = std::min(feasible.size(), std::max<std::size_t>(4 * config.topk, 32));
     std::vector<Scored> simulated(shortlist);
     {
@@ -362,7 +390,7 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     for (auto& s : simulated)
         if (s.estimate.feasible)
             ranked.push_back(&s);
-    std::sort(ranked.begin(), ranked.end(), [](const Scored* a, const Scored* b) { return faster(*a, *b); });
+    std::sort(ranked.begin(), ranked.end(), [](const Scored* a, const Scored* b) { return better(*a, *b); });
     for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(config.topk); ++i)
         result.top.push_back(ranked[i]->estimate);
 
@@ -375,7 +403,7 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
                 if (!s.pruned && !s.estimate.stages.empty() && member(s.estimate.config)
                     && (!best || (s.estimate.feasible && !best->estimate.feasible)
                         || (s.estimate.feasible == best->estimate.feasible
-                            && (s.estimate.feasible ? faster(s, *best)
+                            && (s.estimate.feasible ? better(s, *best)
                                                     : s.estimate.peakMemory() < best->estimate.peakMemory()))))
                     best = &s;
             if (best)
@@ -394,7 +422,11 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
         log("selected configuration : " + selectedConfigLine(result.top.front()));
     } else {
         log(cat("no configuration fits: the least memory any candidate needs is ",
-                fixed(result.min_memory_needed / units::kGB, 1), " GB per GPU"));
+                fixed(result.min_memory_needed / units::kGB, 1), " GB per GPU",
+                result.framework_limits.empty()
+                    ? std::string()
+                    : cat(" (among what ", frameworkName(config.framework), " runs: ",
+                          join(result.framework_limits, "; "), ")")));
     }
     result.counts.elapsed_s = secondsSince(start);
     log(cat("elapsed time to plan : ", fixed(result.counts.elapsed_s, 3), " s"));
@@ -489,7 +521,8 @@ std::string selectedConfigLine(const Evaluation& e)
                ", distribute_optimizer : ", c.zero_stage >= 1 ? "true" : "false",
                ", sequence_parallel : ", c.sequence_parallel ? "true" : "false",
                ", schedule : ", scheduleName(c.pp > 1 ? c.schedule : ScheduleKind::OneFOneB), ", stage_layers : [",
-               layers, "]");
+               layers, "]",
+               c.framework != Framework::Generic ? cat(", framework : ", frameworkName(c.framework)) : std::string());
 }
 
 } // namespace shardscape

@@ -7,6 +7,7 @@
 #include "shardscape/support/json_file.h"
 #include "shardscape/support/strings.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -46,6 +47,7 @@ constexpr double kMaxBytes = 1e15;
 constexpr std::string_view kAuto = "auto";
 constexpr const char* kScheduleHint = "use auto, gpipe, 1f1b, interleaved or zb-h1";
 constexpr const char* kMethodHint = "use auto, data, zero2, zero3, shard or pipeshard";
+constexpr std::string_view kOtherFramework = "or choose another framework (\"generic\" runs everything)";
 
 /** Throws InputError "ORIGIN: KEY: COMPLAINT (HINT)", the same shape JsonFields uses. */
 [[noreturn]] void fail(std::string_view origin, std::string_view key, const std::string& complaint,
@@ -141,6 +143,87 @@ void checkNames(std::string_view origin, std::string_view key, const std::vector
             fail(origin, key, cat("entry ", i, " ('", names[i], "') is not a module name"));
 }
 
+std::vector<std::string> frameworkNames()
+{
+    std::vector<std::string> names;
+    for (const auto f : allFrameworks())
+        names.emplace_back(frameworkName(f));
+    return names;
+}
+
+/** "use generic, megatron-core, ..." with "did you mean 'x'? " in front when `given` is close to one. */
+std::string frameworkHint(std::string_view given)
+{
+    const auto names = frameworkNames();
+    const auto nearest = nearestNames(given, names, 1);
+    const bool close
+        = !nearest.empty() && editDistance(given, nearest.front()) <= std::max<std::size_t>(2, given.size() / 3);
+    return cat(close ? cat("did you mean '", nearest.front(), "'? ") : std::string(), "use ", join(names),
+               " (aliases: megatron, megatron-lm, mcore, titan, llm-foundry)");
+}
+
+template<typename T> bool contains(const std::vector<T>& values, T value)
+{
+    return std::find(values.begin(), values.end(), value) != values.end();
+}
+
+std::string zeroList(const FrameworkProfile& p)
+{
+    std::vector<std::string> stages;
+    for (const int z : p.zero_stages)
+        stages.push_back(cat(z));
+    return join(stages);
+}
+
+std::string scheduleList(const FrameworkProfile& p)
+{
+    std::vector<std::string> names;
+    for (const auto s : p.schedules)
+        names.emplace_back(scheduleName(s));
+    return join(names);
+}
+
+/** What the config pins explicitly must be something the framework runs (what it leaves open is pruned instead). */
+void validateFramework(const PlannerConfig& c, std::string_view origin)
+{
+    const FrameworkProfile& p = frameworkProfile(c.framework);
+    const std::string_view name = frameworkName(c.framework);
+    if (c.zero_stage >= 0 && !contains(p.zero_stages, c.zero_stage))
+        fail(origin, "zero_stage", cat("value ", c.zero_stage, " is not a ZeRO stage ", name, " runs (", zeroList(p), ")"),
+             cat("use \"auto\" or one of those, ", kOtherFramework));
+    const int methodZero = c.method == PlanMethod::Data ? 0
+        : c.method == PlanMethod::Zero2                 ? 2
+        : c.method == PlanMethod::Zero3                 ? 3
+                                                        : -1;
+    if (methodZero >= 0 && !contains(p.zero_stages, methodZero))
+        fail(origin, "method",
+             cat("'", planMethodName(c.method), "' plans with ZeRO stage ", methodZero, ", which ", name,
+                 " does not run (", zeroList(p), ")"),
+             cat("use another method, ", kOtherFramework));
+    if (p.schedules.empty()) {
+        if (c.pipeline_nstages > 1)
+            fail(origin, "pipeline_nstages",
+                 cat("value ", c.pipeline_nstages, " needs pipeline parallelism, which ", name, " does not have"),
+                 cat("use \"auto\" or 1, ", kOtherFramework));
+        if (c.method == PlanMethod::PipeShard)
+            fail(origin, "method", cat("'pipeshard' needs pipeline parallelism, which ", name, " does not have"),
+                 cat("use auto or shard, ", kOtherFramework));
+    }
+    if (c.pipeline_scheduler != kAuto && c.pipeline_nstages != 1) {
+        const auto kind = parseSchedule(c.pipeline_scheduler);
+        if (kind && !contains(p.schedules, *kind))
+            fail(origin, "pipeline_scheduler",
+                 p.schedules.empty() ? cat(name, " has no pipeline schedules")
+                                     : cat(name, " has no ", scheduleName(*kind), " schedule (it runs ", scheduleList(p), ")"),
+                 cat("use \"auto\" or one of those, ", kOtherFramework));
+    }
+    if (c.fp8_linears && !p.fp8)
+        fail(origin, "fp8_linears", cat(name, " has no FP8 training"), cat("set it to false, ", kOtherFramework));
+    if (c.framework == Framework::Torchtitan && c.tp_comm_overlap && c.eager_kernels)
+        fail(origin, "tp_comm_overlap", "torchtitan's async TP needs torch.compile, but eager_kernels is true",
+             "set tp_comm_overlap or eager_kernels to false");
+}
+
 /** Every range and cross-field rule; `origin` prefixes the messages (a file name or "planner config"). */
 void validateConfig(const PlannerConfig& c, std::string_view origin)
 {
@@ -177,6 +260,10 @@ void validateConfig(const PlannerConfig& c, std::string_view origin)
     if (!isPowerOfTwo(c.max_cp))
         fail(origin, "max_cp", cat("value ", c.max_cp, " is not a power of two"), "use 1, 2, 4, 8, 16, 32 or 64");
     checkInteger(origin, "layer_num", c.layer_num, 0, 100000);
+    if (static_cast<std::size_t>(c.framework) >= allFrameworks().size())
+        fail(origin, "framework", cat("unknown framework #", static_cast<int>(c.framework)), frameworkHint("?"));
+    if (!(c.min_memory_headroom < 0))
+        checkNumber(origin, "min_memory_headroom", c.min_memory_headroom, 0.0, kMaxMemoryGB);
 
     // Cross-field consistency.
     if (c.mesh_row > 0 && c.mesh_col > 0 && c.world_size > 0
@@ -217,6 +304,7 @@ void validateConfig(const PlannerConfig& c, std::string_view origin)
              cat("value ", c.zero_stage, " contradicts method '", planMethodName(c.method), "' (ZeRO stage ",
                  methodZero, ")"),
              cat("use zero_stage \"auto\" or ", methodZero, ", or another method"));
+    validateFramework(c, origin);
 }
 
 } // namespace
@@ -314,6 +402,23 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
     c.fp8_linears = f.boolean("fp8_linears", c.fp8_linears);
     c.eager_kernels = f.boolean("eager_kernels", c.eager_kernels);
     c.layer_num = integer("layer_num", 0, 100000, c.layer_num);
+    if (const auto framework = f.optString("framework")) {
+        const std::string name = toLower(trimmed(*framework));
+        const auto parsed = parseFramework(name);
+        if (!parsed)
+            f.fail("framework", cat("unknown framework '", *framework, "'"), frameworkHint(name));
+        c.framework = *parsed;
+    }
+    if (const json* headroom = f.find("min_memory_headroom")) {
+        if (headroom->is_string() ? toLower(headroom->get<std::string>()) != kAuto : !headroom->is_number())
+            f.fail("min_memory_headroom",
+                   cat("expected \"auto\" or GB in [0, ", kMaxMemoryGB, "], got ", describeJson(*headroom)));
+        if (headroom->is_string()) {
+            c.min_memory_headroom = -1;
+        } else {
+            c.min_memory_headroom = number("min_memory_headroom", 0.0, kMaxMemoryGB, c.min_memory_headroom);
+        }
+    }
     f.checkNoUnknownKeys();
     validateConfig(c, origin);
     return c;
@@ -365,7 +470,9 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"overlap_param_gather", c.overlap_param_gather},
                  {"fp8_linears", c.fp8_linears},
                  {"eager_kernels", c.eager_kernels},
-                 {"layer_num", c.layer_num}};
+                 {"layer_num", c.layer_num},
+                 {"framework", frameworkName(c.framework)},
+                 {"min_memory_headroom", c.min_memory_headroom < 0 ? json(kAuto) : json(c.min_memory_headroom)}};
 }
 
 } // namespace shardscape

@@ -41,6 +41,20 @@ enum class ShardedDpImpl : std::uint8_t
     PerParameter
 };
 
+/** How a framework's context parallelism exchanges K/V between the cp ranks of a sequence. */
+enum class CpComm : std::uint8_t
+{
+    /** A ring of point-to-point sends: each of the cp steps passes the K/V chunk on while it computes the one it
+        holds (Transformer Engine's AttnFuncWithCPAndKVP2P, Megatron's default cp_comm_type "p2p"). Backward passes
+        K/V and dK/dV along the ring the same way. */
+    P2PRing,
+    /** One all-gather of every rank's K/V, issued before the first (local) step and waited for at the second; the
+        remaining steps read slices of it (PyTorch context_parallel, torch/distributed/tensor/experimental/
+        _attention.py _AllGatherRotater, the default _cp_options.rotate_method, as torchtitan runs it). Backward
+        gathers K/V again and rotates the fp32 dK/dV along a ring (the dkv_rotater is always ALL_TO_ALL). */
+    AllGather
+};
+
 /**
  * What one framework allocates per parameter and per token, and which configurations it can run. Every term is
  * read from the framework's source (core/src/cost/framework_profile.cpp cites file and function per value).
@@ -108,6 +122,18 @@ struct FrameworkProfile
     bool zero3_regather_for_recompute = false;
     /** Host-side overhead per sharded-DP collective (hooks, stream waits, launches), seconds. */
     double sharded_dp_overhead_s = 0;
+
+    // --- context parallelism (framework_profile.cpp cites the implementation) ----------------------------------
+    CpComm cp_comm = CpComm::P2PRing;
+    /** Bytes moved per element of the local attention output to merge one more ring step's partial result into
+        the running one (online-softmax correction of out and log-sum-exp). */
+    double cp_merge_bytes_per_element = 10;
+    /** Bytes per element of the dK/dV passed along the ring in backward (fp32 accumulation: 4). */
+    double cp_dkv_bytes_per_element = 2;
+    /** TP communication overlap runs its tp GEMM chunks one after another on the compute stream, each of m / tp
+        rows (PyTorch async TP). Transformer Engine spreads the chunks over several compute streams, which keeps
+        the SMs as full as one large GEMM. */
+    bool tp_overlap_serial_chunks = false;
 
     // --- what the framework can run (bounds the search) --------------------------------------------------------
     std::vector<int> zero_stages {0, 1, 2, 3};

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "shardscape/cost/cost_source.h"
+#include "shardscape/cost/framework_profile.h"
 #include "shardscape/cost/parallel_config.h"
 #include "shardscape/model/layers.h"
 #include "shardscape/model/model_graph.h"
@@ -11,6 +12,18 @@
 #include <vector>
 
 namespace shardscape {
+
+/**
+ * How FP8 linears scale their operands (torchao's Float8LinearRecipeName, torchtitan --float8.recipe_name).
+ * Tensorwise: one dynamic scale per tensor; each operand is cast once and its FP8 copy (and transpose) reused by
+ * the backward GEMMs. Rowwise: one scale per row along the GEMM's reduction dimension, so every operand is cast
+ * again, along the other axis, for the GEMM that reduces over its other dimension.
+ */
+enum class Float8Recipe : std::uint8_t
+{
+    Tensorwise,
+    Rowwise
+};
 
 /** How one layer is laid out: everything about a ParallelConfig that changes a layer's cost. */
 struct LayerLayout
@@ -33,6 +46,14 @@ struct LayerLayout
         block is one checkpoint region whose policy saves the outputs of the GEMMs and attention kernels not
         listed, and recomputes everything else, so only those outputs and the region's inputs are stashed. */
     bool selective_checkpoint_policy = false;
+    /** Context parallelism as the framework runs it (FrameworkProfile::cp_comm and the merge / dK-dV terms). */
+    CpComm cp_comm = CpComm::P2PRing;
+    double cp_merge_bytes_per_element = 10;
+    double cp_dkv_bytes_per_element = 2;
+    /** TP overlap runs its GEMMs as tp sequential chunks of m / tp rows (FrameworkProfile). */
+    bool tp_overlap_serial_chunks = false;
+    /** The FP8 scaling recipe of the linears when fp8_linears is on. */
+    Float8Recipe fp8_recipe = Float8Recipe::Tensorwise;
     GroupShape tp_group;
     GroupShape cp_group;
     GroupShape ep_group;

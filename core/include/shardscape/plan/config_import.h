@@ -19,7 +19,9 @@ struct ImportedConfig
     /** "torchtitan" (job TOML), "megatron" (launch script), "deepspeed" (config JSON) or "shardscape" (plan file). */
     std::string format;
     /** tp, pp, dp, cp, ep, vpp, micro-batch, micro-batches, ZeRO, SP, recomputation, schedule; stage_layers over
-        [embedding, blocks, head] when the file fixes the split (empty = Shardscape's default split). */
+        [embedding, blocks, head] when the file fixes the split (empty = Shardscape's default split). `framework` is
+        the file's: Torchtitan (job TOML), MegatronCore (launch script), DeepSpeed (config JSON), the plan's own for a
+        plan file; Generic, with a warning, when that framework's profile cannot run the configuration as written. */
     ParallelConfig config;
     std::int64_t global_batch = 0; ///< sequences per step
     std::int64_t seq_len = 0; ///< tokens per sequence; 0 when the file does not say

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,11 @@ struct PlanMetrics
     std::vector<double> peak_memory_gb; ///< per-device peak, one per pipeline rank
     std::vector<double> stage_compute_s; ///< forward + backward of one micro-batch per pipeline rank, seconds
     TimeBreakdown time; ///< the step of the busiest pipeline rank, seconds
+    /** The prediction's ranges and OOM risk (CostModel's Evaluation); absent in plan files written before them. */
+    std::optional<PredictionRange> step_time_range_s; ///< seconds
+    std::optional<PredictionRange> peak_memory_range_gb; ///< the per-device peak over stages, GB
+    std::optional<OomRisk> oom_risk;
+    std::string regime; ///< the calibration regime the ranges come from; empty when absent
 };
 
 /** A plan file read back. */

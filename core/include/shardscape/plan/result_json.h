@@ -24,13 +24,18 @@ inline constexpr const char* kResultSchema = "shardscape.result/1";
  * - Additive: ep, sequence_parallel, zero_ngroups, recompute_modules (only with recompute=modules), rank_order,
  *   stage_layers (layers per chunk as requested; absent when automatic), global_batch, cost_source, memory_limit_gb;
  *   per stage: layer_names [first, last], peak_inflight (micro-batches stashed at the peak), memory {weights_gb,
- *   gradients_gb, optimizer_gb, activations_gb, transient_gb, reserve_gb}, chunks [[first, last], ...] (only when
- *   vpp > 1); time {compute_s, recompute_s, tp_comm_s, other_comm_s, pp_bubble_s, dp_exposed_s, optimizer_s}: the
- *   step of the busiest pipeline rank, seconds.
+ *   gradients_gb, optimizer_gb, activations_gb, transient_gb, reserve_gb, runtime_gb and fragmentation_gb (the two
+ *   parts of reserve), allocated_gb (torch.cuda.max_memory_allocated), allocator_reserved_gb
+ *   (torch.cuda.max_memory_reserved)}, chunks [[first, last], ...] (only when vpp > 1); time {compute_s, recompute_s,
+ *   tp_comm_s, other_comm_s, pp_bubble_s, dp_exposed_s, optimizer_s}: the step of the busiest pipeline rank, seconds.
+ * - Wave 2: framework (generic|megatron-core|nemo|torchtitan|deepspeed|composer); step_time_range_s [low, high]
+ *   (seconds) and peak_memory_range_gb [low, high] (the per-device peak over stages, GB): the ranges the calibration
+ *   residuals of the configuration's regime give; oom_risk (fits|tight|likely) and regime (the calibration regime's
+ *   name).
  *
  * A configuration rejected before costing (e.g. tp does not divide the heads) has nothing measured: its metrics
- * (step_time_s ... bubble_ratio) and `time` are null and peak_memory_gb and stages are empty. One that was
- * simulated but does not fit in memory carries every number.
+ * (step_time_s ... bubble_ratio, step_time_range_s, peak_memory_range_gb, oom_risk) and `time` are null and
+ * peak_memory_gb and stages are empty. One that was simulated but does not fit in memory carries every number.
  */
 nlohmann::json candidateJson(const Evaluation& evaluation, const CostModel& model);
 

@@ -19,6 +19,9 @@ struct SearchSpace
     int gpus_per_node = 0;
     std::int64_t global_batch = 0;
     std::vector<std::string> recompute_modules;
+    /** What config.framework limits in the dimensions above, one phrase each ("ZeRO stages 2, 3 only", "no zb-h1
+        schedule"); empty for the generic framework or when it limits nothing. */
+    std::vector<std::string> framework_limits;
 };
 
 /** Builds the space for a model, cluster and config; InputError when the config leaves nothing to search. */
@@ -27,9 +30,13 @@ SearchSpace buildSearchSpace(const CostModel& model, const PlannerConfig& config
 
 /**
  * Every valid combination, in a fixed order (the tie-break of the search, so results do not depend on the
- * thread count). Stage layers are left empty: the planner partitions later.
+ * thread count). Stage layers are left empty: the planner partitions later. Each candidate carries
+ * config.framework, and combinations the framework cannot run (frameworkRestriction: DeepSpeed's pipeline with
+ * ZeRO-2/3, torchtitan without FSDP or with fewer micro-batches than stages, ...) are skipped; `frameworkSkipped`,
+ * when given, receives how many.
  */
 std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const SearchSpace& space,
-                                                const PlannerConfig& config);
+                                                const PlannerConfig& config,
+                                                std::uint64_t* frameworkSkipped = nullptr);
 
 } // namespace shardscape

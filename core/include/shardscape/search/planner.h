@@ -43,7 +43,9 @@ struct Explanation
 struct PlanResult
 {
     std::shared_ptr<const CostModel> model;
-    std::vector<Evaluation> top; ///< feasible, best (shortest step) first, at most topk
+    /** Feasible, best first, at most topk: every plan whose OOM risk is "fits" (shortest step first), then the
+        "tight" ones (shortest step first). */
+    std::vector<Evaluation> top;
     /** The best infeasible configurations (lowest memory first), each with its reason, for display. */
     std::vector<Evaluation> infeasible;
     SearchCounts counts;
@@ -52,12 +54,14 @@ struct PlanResult
     bool cancelled = false;
     /** When nothing fits: the smallest per-device peak memory any candidate needs, bytes. */
     double min_memory_needed = 0;
+    /** What PlannerConfig::framework removed from the search (SearchSpace::framework_limits); empty for generic. */
+    std::vector<std::string> framework_limits;
 };
 
 /**
  * Searches tp, pp, dp, cp, ep, vpp, micro-batch, micro-batches, ZeRO, recomputation and schedule within the
- * cluster, partitions layers into stages by an exact min-max DP under per-stage memory, costs candidates in
- * parallel and simulates the best. Synchronous and pure; deterministic whatever the thread count; returns
+ * cluster (only what config.framework runs), partitions layers into stages by an exact min-max DP under per-stage
+ * memory, costs candidates in parallel and simulates the best; plans whose OOM risk is "fits" rank before "tight" ones. Synchronous and pure; deterministic whatever the thread count; returns
  * within 100 ms of `stop` being requested (with `cancelled` set). Throws InputError for bad inputs.
  */
 PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSink& progress, std::stop_token stop = {});
@@ -90,7 +94,8 @@ std::shared_ptr<const CostSource> plannerCostSource(const Cluster& cluster, cons
                                                     const PlannerConfig& config,
                                                     const std::function<void(std::string)>& log);
 
-/** The MoAI one-liner for a plan: "num_stages : 2, num_micro_batches : 4, batch_per_device : 1, TP 2, ..." */
+/** The MoAI one-liner for a plan: "num_stages : 2, num_micro_batches : 4, batch_per_device : 1, TP 2, ...", ending
+    with ", framework : NAME" when the plan is for a named framework. */
 std::string selectedConfigLine(const Evaluation& evaluation);
 
 } // namespace shardscape

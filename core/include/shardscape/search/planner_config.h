@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "shardscape/cost/framework_profile.h"
+
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -73,6 +75,14 @@ struct PlannerConfig
     bool overlap_param_gather = false;
     bool fp8_linears = false;
     bool eager_kernels = false;
+    /** Not an AutoDist key: the training framework the plan is for ("framework" in JSON: generic, megatron-core,
+        nemo, torchtitan, deepspeed, composer). It sets the memory terms of every candidate and bounds the search to
+        what the framework runs (its ZeRO stages, schedules, cp / ep / tp support; framework_profile.h). */
+    Framework framework = Framework::Generic;
+    /** Not an AutoDist key: headroom under the memory limit a plan must leave to count as "fits" rather than
+        "tight", GB (1e9 bytes); < 0 = "auto" (the high end of the peak-memory range of the candidate's calibration
+        regime). The planner ranks every plan that fits before the tight ones ("min_memory_headroom" in JSON). */
+    double min_memory_headroom = -1;
     /** Not an AutoDist key: search context parallelism ("max_cp" in JSON, 1 = off). */
     int max_cp = 8;
     /** Not an AutoDist key: Alpa's automatic layer construction ("layer_num" in JSON): cluster the ops into this
