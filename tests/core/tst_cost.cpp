@@ -8,6 +8,7 @@
 #include "shardscape/model/model_source.h"
 
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 
 using namespace shardscape;
@@ -719,6 +720,145 @@ private Q_SLOTS:
         const Evaluation e = model.evaluate(config, workload, evaluateOptions);
         QVERIFY(!e.feasible);
         QVERIFY2(e.reason.find(reason.toStdString()) != std::string::npos, e.reason.c_str());
+    }
+
+    // --- context parallelism, FP8 recipes and TP-overlap chunking (layer_cost.cpp) ---------------------------------
+
+    void contextParallelRingMatchesItsClosedForms()
+    {
+        // Only the attention (a seconds per FLOP), P2P (p s/B) and collectives (c s/B) cost time.
+        class RingSource final : public CostSource
+        {
+        public:
+            double a = 0, p = 1e-12, c = 2e-12;
+            std::string name() const override { return "ring"; }
+            double matmulTime(double, double, double, DType) const override { return 0; }
+            double attentionTime(double flops, DType) const override { return flops * a; }
+            double memoryTime(double) const override { return 0; }
+            double collectiveTime(Collective, double bytes, const GroupShape&) const override { return bytes * c; }
+            double p2pTime(double bytes, bool) const override { return bytes * p; }
+            double minKernelTime() const override { return 0; }
+        };
+        BuildOptions options;
+        options.seq_len = 8192;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        const auto producer = graph->producers();
+        const auto layers = layersByModule(*graph);
+        const Layer& block
+            = *std::find_if(layers.begin(), layers.end(), [](const Layer& l) { return l.kind == LayerKind::Block; });
+        LayerLayout layout;
+        layout.cp = 4;
+        layout.cp_group = {4, 8};
+        RingSource instant; // attention takes no time: nothing hides
+        // P2P ring, 16-bit dK/dV: forward 3 K/V sends; backward 3 K/V+dK/dV sends and the final dK/dV return.
+        const LayerCost p2p = computeLayerCost(*graph, producer, block, layout, instant);
+        const double kv = p2p.other_comm / (10 * instant.p); // 3 + 3 x 2 + 1 K/V-sized transfers
+        const double kvExpected = 2.0 * 8192 / 4 * 4096 * dtypeBytes(graph->dtype) / static_cast<double>(graph->batch);
+        QVERIFY(relativeError(kv, kvExpected) < 1e-12);
+        // All-gather of cp x K/V under the first step only, forward and backward; fp32 dK/dV (2 kv) on a ring,
+        // cp - 1 transfers of which only the overlapped ones hide.
+        layout.cp_comm = CpComm::AllGather;
+        layout.cp_dkv_bytes_per_element = 4;
+        const LayerCost gathered = computeLayerCost(*graph, producer, block, layout, instant);
+        QVERIFY(relativeError(gathered.other_comm, 2 * 4 * kv * instant.c + 3 * 2 * kv * instant.p) < 1e-12);
+        // Attention far longer than any transfer: only the final dK/dV return stays exposed (P2P).
+        RingSource slow;
+        slow.a = 1;
+        layout.cp_comm = CpComm::P2PRing;
+        layout.cp_dkv_bytes_per_element = 2;
+        const LayerCost hidden = computeLayerCost(*graph, producer, block, layout, slow);
+        QVERIFY(relativeError(hidden.other_comm, kv * slow.p) < 1e-12);
+        // ... and, with recomputation, the forward ring is not repeated when it hides.
+        layout.recompute = RecomputeKind::Full;
+        const LayerCost recomputed = computeLayerCost(*graph, producer, block, layout, slow);
+        QVERIFY(relativeError(recomputed.other_comm, kv * slow.p) < 1e-12);
+    }
+
+    void rowwiseFp8CastsEveryOperandTwice()
+    {
+        // Tensorwise casts input, weight and grad_output once each; rowwise casts each of them for both GEMMs it
+        // enters: exactly twice the cast traffic on a traffic-only source.
+        BuildOptions options;
+        options.seq_len = 2048;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        const auto producer = graph->producers();
+        const auto layers = layersByModule(*graph);
+        const Layer& block
+            = *std::find_if(layers.begin(), layers.end(), [](const Layer& l) { return l.kind == LayerKind::Block; });
+        const TrafficOnlySource source;
+        LayerLayout layout;
+        const auto total = [&](const LayerCost& c) { return c.forward + c.backward_input + c.backward_weight; };
+        const double bf16 = total(computeLayerCost(*graph, producer, block, layout, source));
+        layout.fp8_linears = true;
+        const double tensorwise = total(computeLayerCost(*graph, producer, block, layout, source));
+        layout.fp8_recipe = Float8Recipe::Rowwise;
+        const double rowwise = total(computeLayerCost(*graph, producer, block, layout, source));
+        QVERIFY(tensorwise > bf16);
+        QVERIFY(relativeError(rowwise - bf16, 2 * (tensorwise - bf16)) < 1e-9);
+    }
+
+    void serialOverlapChunksAreSmallerGemms()
+    {
+        // With serial chunks, a column-parallel GEMM beside an overlapped all-gather costs tp GEMMs of m / tp rows.
+        const auto graph = korthikantiGraph();
+        const auto producer = graph->producers();
+        const auto layers = layersByModule(*graph);
+        const Layer& block
+            = *std::find_if(layers.begin(), layers.end(), [](const Layer& l) { return l.kind == LayerKind::Block; });
+        const auto source = makeDatasheetCostSource(h100Node(), {});
+        LayerLayout layout;
+        layout.micro_batch = kBatch;
+        layout.tp = 8;
+        layout.tp_group = {8, 8};
+        layout.sequence_parallel = true;
+        layout.tp_comm_overlap = true;
+        const LayerCost concurrent = computeLayerCost(*graph, producer, block, layout, *source);
+        layout.tp_overlap_serial_chunks = true;
+        const LayerCost serial = computeLayerCost(*graph, producer, block, layout, *source);
+        QVERIFY(serial.forward > concurrent.forward);
+        // Weight-gradient GEMMs are not chunked.
+        QCOMPARE(serial.backward_weight, concurrent.backward_weight);
+        // Closed form for one GEMM: 8 x time(m / 8) against time(m).
+        const double m = 4096, n = 3 * 12288 / 8.0, k = 12288;
+        const double one = source->matmulTime(m, n, k, DType::BF16);
+        const double chunked = 8 * source->matmulTime(m / 8, n, k, DType::BF16);
+        QVERIFY(chunked > one);
+    }
+
+    void attentionEfficiencyGrowsWithKeysPerBlock()
+    {
+        // A flash kernel's blocks pay about 256 keys of fixed work: at sequence S (causal: S / 2 keys per block)
+        // the attention time per FLOP is (S / 2 + 256) / (S / 2) times the long-sequence one.
+        class FlopSource final : public CostSource
+        {
+        public:
+            std::string name() const override { return "flops"; }
+            double matmulTime(double, double, double, DType) const override { return 0; }
+            double attentionTime(double flops, DType) const override { return flops * 1e-15; }
+            double memoryTime(double) const override { return 0; }
+            double collectiveTime(Collective, double, const GroupShape&) const override { return 0; }
+            double p2pTime(double, bool) const override { return 0; }
+            double minKernelTime() const override { return 0; }
+        };
+        const FlopSource source;
+        for (const int seq : {1024, 8192}) {
+            BuildOptions options;
+            options.seq_len = seq;
+            const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+            const auto producer = graph->producers();
+            const auto layers = layersByModule(*graph);
+            const Layer& block = *std::find_if(layers.begin(), layers.end(),
+                                               [](const Layer& l) { return l.kind == LayerKind::Block; });
+            double flops = 0;
+            for (const auto id : block.ops)
+                if (graph->op(id).kind == OpKind::FlashAttention)
+                    flops += graph->op(id).flops_fwd;
+            QVERIFY(flops > 0);
+            const LayerCost cost = computeLayerCost(*graph, producer, block, LayerLayout {}, source);
+            const double keys = seq / 2.0;
+            const double share = 1.0 / static_cast<double>(graph->batch);
+            QVERIFY(relativeError(cost.forward, flops * share * 1e-15 * (keys + 256) / keys) < 1e-9);
+        }
     }
 };
 

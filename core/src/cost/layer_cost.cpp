@@ -356,8 +356,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             || (op.tp_role == TpRole::Vocab && (op.kind == OpKind::Linear || op.kind == OpKind::MatMul));
         const bool reducesOutputOp = op.tp_role == TpRole::Row;
         const int chunks = tp > 1 && layout.sequence_parallel && layout.tp_comm_overlap
-                && layout.tp_overlap_serial_chunks && isGemm(op.kind)
-                && (gathersInputOp || reducesOutputOp)
+                && layout.tp_overlap_serial_chunks && isGemm(op.kind) && (gathersInputOp || reducesOutputOp)
             ? tp
             : 1;
         double fwd = 0, bwdIn = 0, bwdW = 0;
@@ -397,7 +396,8 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             for (std::size_t k = 1; k < op.inputs.size() && k < 3; ++k)
                 cpKvBytes += bytesOf(op.inputs[k]);
             if (!op.outputs.empty())
-                cpOutElements += bytesOf(op.outputs.front()) / std::max(1, dtypeBytes(graph.tensor(op.outputs.front()).dtype));
+                cpOutElements
+                    += bytesOf(op.outputs.front()) / std::max(1, dtypeBytes(graph.tensor(op.outputs.front()).dtype));
         } else if (op.kind == OpKind::Loss && !op.inputs.empty()) {
             const Tensor& logitsTensor = graph.tensor(op.inputs.front());
             const double logits = bytesOf(op.inputs.front()) / std::max(1, dtypeBytes(logitsTensor.dtype));
@@ -553,10 +553,10 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     cost.working_bytes = std::max(cost.working_bytes, fullBytes - cost.activation_bytes);
 
     if (cp > 1 && cpKvBytes > 0) {
-        const CpAttentionCost cpCost = cpAttentionCost(
-            {cp, attentionFwd, attentionBwd, cpKvBytes, cpOutElements, layout.cp_comm, layout.cp_merge_bytes_per_element,
-             layout.cp_dkv_bytes_per_element},
-            layout.cp_group, source);
+        const CpAttentionCost cpCost
+            = cpAttentionCost({cp, attentionFwd, attentionBwd, cpKvBytes, cpOutElements, layout.cp_comm,
+                               layout.cp_merge_bytes_per_element, layout.cp_dkv_bytes_per_element},
+                              layout.cp_group, source);
         otherFwd += cpCost.exposed_fwd;
         otherBwd += cpCost.exposed_bwd;
         cost.forward += cpCost.merge_fwd;
