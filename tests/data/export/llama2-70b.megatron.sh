@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Shardscape Megatron-LM launch script for llama2-70b on 8 x 8 h100-sxm (NVIDIA H100 SXM5 80GB)
 # Plan: tp8 pp4 dp2 vpp2 mb1 m8 zero3 sp recompute=full interleaved; global batch 16 x 4096 tokens on 64 GPUs
-# Predicted: step time 2.718 s, MFU 16.9 %, HFU 22.6 %, 24111 tokens/s, peak memory 25.7 GB per GPU (datasheet)
+# Predicted: step time 2.823 s, MFU 16.3 %, HFU 21.7 %, 23214 tokens/s, peak memory 25.9 GB per GPU (datasheet)
 # Plan written by tst_plan_export test; model spec 'llama2-70b'
+# Framework profile: megatron-core (Megatron-LM core_v0.12-core_v0.15); the plan was made for no framework (plan
+#   with --framework megatron-core for its memory terms and limits)
 #
 # Run this on every node. MEGATRON_LM is a Megatron-LM checkout (core_v0.15 or later),
 # MASTER_ADDR the host name of node 0; any arguments are appended to pretrain_gpt.py's.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Shardscape torchrun launcher for llama2-7b on 1 x 8 h100-sxm (NVIDIA H100 SXM5 80GB)
 # Plan: tp2 pp2 dp2 mb1 m8 zero1 recompute=selective 1f1b; global batch 16 x 4096 tokens on 8 GPUs
-# Predicted: step time 1.012 s, MFU 37.7 %, HFU 39.5 %, 64748 tokens/s, peak memory 34.3 GB per GPU (datasheet)
+# Predicted: step time 1.040 s, MFU 36.7 %, HFU 38.4 %, 62996 tokens/s, peak memory 34.3 GB per GPU (datasheet)
 # Plan written by tst_plan_export test; model spec 'llama2-7b'
 #
 # torchrun launcher for 1 node x 8 GPUs (8 processes), c10d rendezvous. Run it on every node
