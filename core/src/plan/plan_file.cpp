@@ -39,7 +39,6 @@ constexpr double kTimeSlack = -1e-9;
 /** Stages with more GPUs than this list them as {count, first, stride} when the ranks are evenly spaced. */
 constexpr std::size_t kMaxListedRanks = 64;
 
-
 std::uint64_t fnv1a64(std::string_view data)
 {
     std::uint64_t hash = 0xcbf29ce484222325ull;
@@ -194,9 +193,10 @@ json memoryJson(const MemoryBreakdown& m)
                  {"runtime_gb", toGB(m.runtime)},     {"fragmentation_gb", toGB(m.fragmentation)}};
 }
 
-json rangeJson(const PredictionRange& range, double scale = 1)
+/** [low, high]; in GB (bytes / 1e9, the division every other GB field uses) when `bytes`. */
+json rangeJson(const PredictionRange& range, bool bytes)
 {
-    return json::array({range.low * scale, range.high * scale});
+    return bytes ? json::array({toGB(range.low), toGB(range.high)}) : json::array({range.low, range.high});
 }
 
 json timeJson(const TimeBreakdown& t)
@@ -557,8 +557,8 @@ nlohmann::json planToJson(const Evaluation& chosen, const CostModel& model, cons
                   {"memory_limit_gb", toGB(chosen.memory_limit_bytes)},
                   {"peak_memory_gb", std::move(peaks)},
                   {"time", timeJson(chosen.time)},
-                  {"step_time_range_s", rangeJson(chosen.step_time_range)},
-                  {"peak_memory_range_gb", rangeJson(chosen.peak_memory_range, 1 / units::kGB)},
+                  {"step_time_range_s", rangeJson(chosen.step_time_range, false)},
+                  {"peak_memory_range_gb", rangeJson(chosen.peak_memory_range, true)},
                   {"oom_risk", oomRiskName(chosen.oom_risk)},
                   {"regime", chosen.regime}};
 
