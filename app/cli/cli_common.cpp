@@ -31,9 +31,9 @@ Framework frameworkFromOption(const std::string& name)
     const auto nearest = nearestNames(toLower(name), names, 1);
     const bool close
         = !nearest.empty() && editDistance(name, nearest.front()) <= std::max<std::size_t>(2, name.size() / 3);
-    throw InputError(cat("unknown framework '", name, "'"),
-                     cat(close ? cat("did you mean '", nearest.front(), "'? ") : std::string(), "choose ",
-                         frameworkChoices()));
+    throw InputError(
+        cat("unknown framework '", name, "'"),
+        cat(close ? cat("did you mean '", nearest.front(), "'? ") : std::string(), "choose ", frameworkChoices()));
 }
 
 void writeJsonOutput(const nlohmann::json& doc, const std::string& path)

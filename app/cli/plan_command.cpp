@@ -78,8 +78,9 @@ std::string oomRiskText(const Evaluation& e)
 void printCandidates(const std::vector<Evaluation>& top, const CostModel& model)
 {
     TextTable table;
-    for (const char* title : {"#", "tp", "pp", "dp", "cp", "ep", "vpp", "mb", "m", "zero", "recompute", "schedule",
-                              "step s", "range", "tokens/s", "TFLOP/s", "MFU", "bubble", "peak GB", "OOM risk"})
+    for (const char* title :
+         {"#",         "tp",       "pp",     "dp",    "cp",       "ep",      "vpp", "mb",     "m",       "zero",
+          "recompute", "schedule", "step s", "range", "tokens/s", "TFLOP/s", "MFU", "bubble", "peak GB", "OOM risk"})
         table.addColumn(title,
                         std::string(title) == "recompute" || std::string(title) == "schedule"
                                 || std::string(title) == "OOM risk"
@@ -88,11 +89,25 @@ void printCandidates(const std::vector<Evaluation>& top, const CostModel& model)
     for (std::size_t i = 0; i < top.size(); ++i) {
         const auto& e = top[i];
         const auto& c = e.config;
-        table.addRow({cat(i + 1), cat(c.tp), cat(c.pp), cat(c.dp), cat(c.cp), cat(c.ep), cat(c.vpp), cat(c.micro_batch),
-                      cat(c.num_microbatches), cat(c.zero_stage), std::string(recomputeName(c.recompute)),
-                      c.pp > 1 ? std::string(scheduleName(c.schedule)) : "-", fixed(e.step_time, 3),
-                      stepTimeSpread(e), siCount(e.tokens_per_s, 1), fixed(e.tflops_per_gpu, 1),
-                      fixed(100 * e.mfu, 1) + "%", fixed(e.bubble_ratio, 3), fixed(e.peakMemory() / units::kGB, 1),
+        table.addRow({cat(i + 1),
+                      cat(c.tp),
+                      cat(c.pp),
+                      cat(c.dp),
+                      cat(c.cp),
+                      cat(c.ep),
+                      cat(c.vpp),
+                      cat(c.micro_batch),
+                      cat(c.num_microbatches),
+                      cat(c.zero_stage),
+                      std::string(recomputeName(c.recompute)),
+                      c.pp > 1 ? std::string(scheduleName(c.schedule)) : "-",
+                      fixed(e.step_time, 3),
+                      stepTimeSpread(e),
+                      siCount(e.tokens_per_s, 1),
+                      fixed(e.tflops_per_gpu, 1),
+                      fixed(100 * e.mfu, 1) + "%",
+                      fixed(e.bubble_ratio, 3),
+                      fixed(e.peakMemory() / units::kGB, 1),
                       oomRiskText(e)});
     }
     table.print(std::cout);
@@ -169,10 +184,9 @@ int runPlan(const PlanOptions& o)
                           / units::kGB,
                       1),
                 " GB limit",
-                result.framework_limits.empty()
-                    ? std::string()
-                    : cat(" (searching only what ", frameworkName(config.framework), " runs: ",
-                          join(result.framework_limits, "; "), ")")),
+                result.framework_limits.empty() ? std::string()
+                                                : cat(" (searching only what ", frameworkName(config.framework),
+                                                      " runs: ", join(result.framework_limits, "; "), ")")),
             result.framework_limits.empty()
                 ? "add GPUs (--nodes), use --method zero3, recompute full (--config), or a shorter --seq-len"
                 : "add GPUs (--nodes), use --method zero3, recompute full (--config), a shorter --seq-len, or "

@@ -265,9 +265,10 @@ void printEvaluation(const Evaluation& e, const CostModel& model, const Simulate
     if (e.step_time_range.high > 0) {
         const double below = 100 * (1 - e.step_time_range.low / e.step_time);
         const double above = 100 * (e.step_time_range.high / e.step_time - 1);
-        metrics.addRow({"step time range", cat(fixed(e.step_time_range.low, 4), " .. ", fixed(e.step_time_range.high, 4),
-                                               " s (-", fixed(below, 0), "/+", fixed(above, 0), " %",
-                                               e.regime.empty() ? std::string() : ", regime " + e.regime, ")")});
+        metrics.addRow(
+            {"step time range",
+             cat(fixed(e.step_time_range.low, 4), " .. ", fixed(e.step_time_range.high, 4), " s (-", fixed(below, 0),
+                 "/+", fixed(above, 0), " %", e.regime.empty() ? std::string() : ", regime " + e.regime, ")")});
     }
     if (e.peak_memory_range.high > 0) {
         metrics.addRow({"peak memory range",

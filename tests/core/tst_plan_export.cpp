@@ -553,8 +553,8 @@ private Q_SLOTS:
         LoadedPlan other = c.plan;
         other.config.framework = t == ExportTarget::Megatron ? Framework::Torchtitan : Framework::MegatronCore;
         const ExportResult result = exportPlan(t, other, *c.graph, c.plan.cluster);
-        const std::string warning = cat("WARNING: the plan was made for ", frameworkName(other.config.framework),
-                                        ", not ", name);
+        const std::string warning
+            = cat("WARNING: the plan was made for ", frameworkName(other.config.framework), ", not ", name);
         QVERIFY2(result.text.find(warning) != std::string::npos, result.text.c_str());
         if (t != ExportTarget::DeepSpeed) // a comment line in the scripts and the TOML
             QVERIFY(result.text.find("# " + warning) != std::string::npos);
@@ -589,10 +589,10 @@ private Q_SLOTS:
                 && w.find("simulated with the generic profile") != std::string::npos;
         }));
         // DeepSpeed JSON.
-        imported = importJobConfig(
-            writeText(dir, "ds.json", R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 1,
+        imported
+            = importJobConfig(writeText(dir, "ds.json", R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 1,
                                           "zero_optimization": {"stage": 2}})"),
-            options);
+                              options);
         QCOMPARE(int(imported.config.framework), int(Framework::DeepSpeed));
         // DeepSpeed's pipeline with ZeRO-2: DeepSpeed refuses it; simulated as written under the generic profile.
         imported = importJobConfig(writeText(dir, "ds_pipe.json", R"({"train_batch_size": 64,

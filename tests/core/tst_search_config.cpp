@@ -197,9 +197,10 @@ private Q_SLOTS:
                  -1.0);
         QCOMPARE(plannerConfigFromJson(json::parse(R"({"min_memory_headroom": 0})"), "h").min_memory_headroom, 0.0);
         QCOMPARE(plannerConfigFromJson(json::parse(R"({"min_memory_headroom": 4.5})"), "h").min_memory_headroom, 4.5);
-        QCOMPARE(toJson(plannerConfigFromJson(json::parse(R"({"min_memory_headroom": 4.5})"), "h"))["min_memory_headroom"]
-                     .get<double>(),
-                 4.5);
+        QCOMPARE(
+            toJson(plannerConfigFromJson(json::parse(R"({"min_memory_headroom": 4.5})"), "h"))["min_memory_headroom"]
+                .get<double>(),
+            4.5);
     }
 
     void loadsFromFile()
@@ -355,8 +356,8 @@ private Q_SLOTS:
             "not a ZeRO stage torchtitan runs (2, 3)");
         row("torchtitan data", R"({"framework": "torchtitan", "method": "data"})", "method",
             "torchtitan does not run (2, 3)");
-        row("megatron zb-h1", R"({"framework": "megatron-core", "pipeline_scheduler": "zb-h1"})",
-            "pipeline_scheduler", "megatron-core has no zb-h1 schedule (it runs 1f1b, interleaved)");
+        row("megatron zb-h1", R"({"framework": "megatron-core", "pipeline_scheduler": "zb-h1"})", "pipeline_scheduler",
+            "megatron-core has no zb-h1 schedule (it runs 1f1b, interleaved)");
         row("deepspeed interleaved", R"({"framework": "deepspeed", "pipeline_scheduler": "interleaved"})",
             "pipeline_scheduler", "deepspeed has no interleaved schedule");
         row("composer stages", R"({"framework": "composer", "pipeline_nstages": 2})", "pipeline_nstages",

@@ -156,9 +156,9 @@ void MemoryChart::setEvaluation(const Evaluation& evaluation)
     m_axisY->applyNiceNumbers();
 
     const double peak = evaluation.peakMemory() / kBytesPerGB;
-    const QString verdict = !evaluation.feasible              ? tr("does not fit")
+    const QString verdict = !evaluation.feasible                  ? tr("does not fit")
         : range.high > 0 && evaluation.oom_risk == OomRisk::Tight ? tr("tight (OOM risk)")
-                                                                 : tr("fits");
+                                                                  : tr("fits");
     setChartTitle(
         tr("Memory per device: peak %1 GB of %2 GB, %3").arg(peak, 0, 'f', 1).arg(m_limitGB, 0, 'f', 1).arg(verdict),
         QString::fromStdString(evaluation.config.describe()));

@@ -160,9 +160,9 @@ PlannerPanel::PlannerPanel(QWidget* parent)
         });
         limitCombo(m_method, [&](const QVariant& item) {
             const auto method = parsePlanMethod(item.toString().toStdString()).value_or(PlanMethod::Auto);
-            return method == PlanMethod::Data    ? runsZero(0)
-                : method == PlanMethod::Zero2    ? runsZero(2)
-                : method == PlanMethod::Zero3    ? runsZero(3)
+            return method == PlanMethod::Data     ? runsZero(0)
+                : method == PlanMethod::Zero2     ? runsZero(2)
+                : method == PlanMethod::Zero3     ? runsZero(3)
                 : method == PlanMethod::PipeShard ? !p.schedules.empty()
                                                   : true;
         });

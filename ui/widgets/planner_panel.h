@@ -16,8 +16,8 @@ struct PlanRequest;
 
 /**
  * The planner's options (PlannerConfig, AutoDist names in the tooltips): global batch, sequence length, stage count,
- * micro-batch, ZeRO, recomputation, schedule, solver, top-k, pruning ratios, the method and the framework. The lowest value of a
- * spin box means "search it" / "the model's default", as its text says.
+ * micro-batch, ZeRO, recomputation, schedule, solver, top-k, pruning ratios, the method and the framework. The lowest
+ * value of a spin box means "search it" / "the model's default", as its text says.
  */
 class PlannerPanel : public QWidget
 {

@@ -170,9 +170,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     auto* results = new QGroupBox(tr("Prediction"), this);
     auto* table = new QGridLayout(results);
     const QStringList headers {QString(), tr("Plan"), tr("What-if"), tr("Change")};
-    const QStringList names {tr("Step time"),  tr("Step range"), tr("Tokens/s"), tr("MFU"),
-                             tr("Peak memory"), tr("Peak range"), tr("OOM risk"), tr("Bubble"),
-                             tr("GPUs"),       tr("Global batch")};
+    const QStringList names {tr("Step time"),  tr("Step range"), tr("Tokens/s"), tr("MFU"),  tr("Peak memory"),
+                             tr("Peak range"), tr("OOM risk"),   tr("Bubble"),   tr("GPUs"), tr("Global batch")};
     for (int c = 0; c < 4; ++c) {
         auto* header = new QLabel(QStringLiteral("<b>%1</b>").arg(headers[c]), results);
         header->setAlignment(c == 0 ? Qt::AlignLeft : Qt::AlignRight);
@@ -386,9 +385,9 @@ void WhatIfPanel::updateTable()
         measuredText(b, [](const Evaluation& e) { return format::seconds(e.step_time); }),
         both ? colored(format::relativeDelta(a.step_time, b->step_time), b->step_time <= a.step_time) : QString());
     const auto stepRange = [](const Evaluation& e) {
-        return e.step_time_range.high > 0
-            ? QStringLiteral("%1 – %2").arg(format::seconds(e.step_time_range.low), format::seconds(e.step_time_range.high))
-            : QStringLiteral("—");
+        return e.step_time_range.high > 0 ? QStringLiteral("%1 – %2").arg(format::seconds(e.step_time_range.low),
+                                                                          format::seconds(e.step_time_range.high))
+                                          : QStringLiteral("—");
     };
     set(StepRangeRow, measuredText(&a, stepRange), measuredText(b, stepRange), QString());
     set(TokensRow, measuredText(&a, [](const Evaluation& e) { return format::count(e.tokens_per_s); }),

@@ -20,8 +20,8 @@ namespace shardscape::ui {
 /**
  * Edits the selected plan's configuration (tp, pp, dp, vpp, micro-batch, micro-batches, ZeRO, recomputation,
  * schedule, framework, layers per stage) and shows the re-simulated result against the original: step time and its
- * predicted range, throughput, MFU, peak memory with its range and OOM risk, and bubble, with their change. Edits within one event-loop pass are coalesced, then configEdited() asks
- * for a re-simulation.
+ * predicted range, throughput, MFU, peak memory with its range and OOM risk, and bubble, with their change. Edits
+ * within one event-loop pass are coalesced, then configEdited() asks for a re-simulation.
  */
 class WhatIfPanel : public QWidget
 {

@@ -316,10 +316,10 @@ void appendFrameworkLines(const Context& context, Framework target, std::vector<
     for (auto& wrapped : wrap(line, 112, "", "  "))
         head.push_back(std::move(wrapped));
     if (c.framework != Framework::Generic && c.framework != target)
-        for (auto& wrapped : wrap(cat("WARNING: the plan was made for ", planned, ", not ", name, ": its predictions use ",
-                                      planned, "'s memory terms and limits (plan again with --framework ", name,
-                                      " for this target)"),
-                                  112, "", "  "))
+        for (auto& wrapped :
+             wrap(cat("WARNING: the plan was made for ", planned, ", not ", name, ": its predictions use ", planned,
+                      "'s memory terms and limits (plan again with --framework ", name, " for this target)"),
+                  112, "", "  "))
             head.push_back(std::move(wrapped));
     if (const std::string problem = frameworkRestriction(frameworkProfile(target), c); !problem.empty())
         for (auto& wrapped : wrap(cat("WARNING: ", name, " cannot run the plan as written: ", problem), 112, "", "  "))

@@ -102,13 +102,11 @@ nlohmann::json candidateJson(const Evaluation& e, const CostModel& model)
     out["mfu"] = metric(e.mfu);
     out["hfu"] = metric(e.hfu);
     out["bubble_ratio"] = metric(e.bubble_ratio);
-    out["step_time_range_s"]
-        = simulated ? json::array({e.step_time_range.low, e.step_time_range.high}) : json(nullptr);
+    out["step_time_range_s"] = simulated ? json::array({e.step_time_range.low, e.step_time_range.high}) : json(nullptr);
     // The memory prediction exists once the configuration was costed (simulated or not).
     const bool costed = !e.stages.empty();
-    out["peak_memory_range_gb"] = costed
-        ? json::array({toGB(e.peak_memory_range.low), toGB(e.peak_memory_range.high)})
-        : json(nullptr);
+    out["peak_memory_range_gb"]
+        = costed ? json::array({toGB(e.peak_memory_range.low), toGB(e.peak_memory_range.high)}) : json(nullptr);
     out["oom_risk"] = costed ? json(oomRiskName(e.oom_risk)) : json(nullptr);
     out["regime"] = e.regime;
 

@@ -77,9 +77,8 @@ void applyFramework(SearchSpace& space, const PlannerConfig& config)
         limit(p.schedules.empty() ? "no pipeline parallelism" : "none of its pipeline schedules was asked for");
     }
     const bool pipelines = std::any_of(space.pp.begin(), space.pp.end(), [](int pp) { return pp > 1; });
-    if (!p.pipeline_with_zero23 && pipelines && std::any_of(space.zero.begin(), space.zero.end(), [](int z) {
-            return z >= 2;
-        }))
+    if (!p.pipeline_with_zero23 && pipelines
+        && std::any_of(space.zero.begin(), space.zero.end(), [](int z) { return z >= 2; }))
         limit("no ZeRO-2/3 with pipeline parallelism");
     if (p.requires_sharded_dp)
         limit("bf16 training only under FSDP (dp x cp >= 2)");

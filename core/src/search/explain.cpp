@@ -70,11 +70,11 @@ std::vector<std::string> explainChoice(const Evaluation& chosen, const Evaluatio
     if (runnerUp && runnerUp->step_time < chosen.step_time && chosen.oom_risk == OomRisk::Fits
         && runnerUp->oom_risk == OomRisk::Tight) {
         // The ranking puts every plan that fits before the tight ones, faster or not.
-        lines.push_back(cat("runner-up: ", summary(*runnerUp), " (", fixed(100 * (1 - runnerUp->step_time / chosen.step_time), 1),
-                            "% faster, but its peak memory may reach ",
-                            fixed(runnerUp->peak_memory_range.high / units::kGB, 1), " GB of the ",
-                            fixed(runnerUp->memory_limit_bytes / units::kGB, 1),
-                            " GB limit: plans that fit rank before tight ones)"));
+        lines.push_back(
+            cat("runner-up: ", summary(*runnerUp), " (", fixed(100 * (1 - runnerUp->step_time / chosen.step_time), 1),
+                "% faster, but its peak memory may reach ", fixed(runnerUp->peak_memory_range.high / units::kGB, 1),
+                " GB of the ", fixed(runnerUp->memory_limit_bytes / units::kGB, 1),
+                " GB limit: plans that fit rank before tight ones)"));
     } else if (runnerUp) {
         const double slower = runnerUp->step_time / chosen.step_time - 1;
         lines.push_back(cat("runner-up: ", summary(*runnerUp), " (", fixed(100 * slower, 1),

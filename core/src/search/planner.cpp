@@ -285,9 +285,9 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     }
     if (config.framework != Framework::Generic)
         log(cat("framework : ", frameworkName(config.framework), " (", frameworkProfile(config.framework).version, ")",
-                space.framework_limits.empty() ? std::string()
-                                               : cat("; search limited to what it runs: ",
-                                                     join(space.framework_limits, "; ")),
+                space.framework_limits.empty()
+                    ? std::string()
+                    : cat("; search limited to what it runs: ", join(space.framework_limits, "; ")),
                 frameworkSkipped > 0 ? cat("; ", frameworkSkipped, " combinations it cannot run skipped")
                                      : std::string()));
     log(cat("number of candidates : ", candidates.size()));
@@ -423,10 +423,9 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     } else {
         log(cat("no configuration fits: the least memory any candidate needs is ",
                 fixed(result.min_memory_needed / units::kGB, 1), " GB per GPU",
-                result.framework_limits.empty()
-                    ? std::string()
-                    : cat(" (among what ", frameworkName(config.framework), " runs: ",
-                          join(result.framework_limits, "; "), ")")));
+                result.framework_limits.empty() ? std::string()
+                                                : cat(" (among what ", frameworkName(config.framework),
+                                                      " runs: ", join(result.framework_limits, "; "), ")")));
     }
     result.counts.elapsed_s = secondsSince(start);
     log(cat("elapsed time to plan : ", fixed(result.counts.elapsed_s, 3), " s"));
@@ -513,16 +512,15 @@ std::string selectedConfigLine(const Evaluation& e)
     for (const auto& stage : e.stages)
         for (const auto& [first, last] : stage.chunks)
             layers += cat(layers.empty() ? "" : " ", last - first + 1);
-    return cat("num_stages : ", c.pp, ", num_micro_batches : ", c.num_microbatches,
-               ", batch_per_device : ", c.micro_batch, ", TP ", c.tp, ", DP ", c.dp, ", CP ", c.cp, ", EP ", c.ep,
-               ", VPP ", c.vpp, ", recomputation : ", recomputation,
-               ", distribute_param : ", c.zero_stage >= 3 ? "true" : "false",
-               ", distribute_grad : ", c.zero_stage >= 2 ? "true" : "false",
-               ", distribute_optimizer : ", c.zero_stage >= 1 ? "true" : "false",
-               ", sequence_parallel : ", c.sequence_parallel ? "true" : "false",
-               ", schedule : ", scheduleName(c.pp > 1 ? c.schedule : ScheduleKind::OneFOneB), ", stage_layers : [",
-               layers, "]",
-               c.framework != Framework::Generic ? cat(", framework : ", frameworkName(c.framework)) : std::string());
+    return cat(
+        "num_stages : ", c.pp, ", num_micro_batches : ", c.num_microbatches, ", batch_per_device : ", c.micro_batch,
+        ", TP ", c.tp, ", DP ", c.dp, ", CP ", c.cp, ", EP ", c.ep, ", VPP ", c.vpp,
+        ", recomputation : ", recomputation, ", distribute_param : ", c.zero_stage >= 3 ? "true" : "false",
+        ", distribute_grad : ", c.zero_stage >= 2 ? "true" : "false",
+        ", distribute_optimizer : ", c.zero_stage >= 1 ? "true" : "false",
+        ", sequence_parallel : ", c.sequence_parallel ? "true" : "false",
+        ", schedule : ", scheduleName(c.pp > 1 ? c.schedule : ScheduleKind::OneFOneB), ", stage_layers : [", layers,
+        "]", c.framework != Framework::Generic ? cat(", framework : ", frameworkName(c.framework)) : std::string());
 }
 
 } // namespace shardscape

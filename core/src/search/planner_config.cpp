@@ -189,7 +189,8 @@ void validateFramework(const PlannerConfig& c, std::string_view origin)
     const FrameworkProfile& p = frameworkProfile(c.framework);
     const std::string_view name = frameworkName(c.framework);
     if (c.zero_stage >= 0 && !contains(p.zero_stages, c.zero_stage))
-        fail(origin, "zero_stage", cat("value ", c.zero_stage, " is not a ZeRO stage ", name, " runs (", zeroList(p), ")"),
+        fail(origin, "zero_stage",
+             cat("value ", c.zero_stage, " is not a ZeRO stage ", name, " runs (", zeroList(p), ")"),
              cat("use \"auto\" or one of those, ", kOtherFramework));
     const int methodZero = c.method == PlanMethod::Data ? 0
         : c.method == PlanMethod::Zero2                 ? 2
@@ -213,8 +214,9 @@ void validateFramework(const PlannerConfig& c, std::string_view origin)
         const auto kind = parseSchedule(c.pipeline_scheduler);
         if (kind && !contains(p.schedules, *kind))
             fail(origin, "pipeline_scheduler",
-                 p.schedules.empty() ? cat(name, " has no pipeline schedules")
-                                     : cat(name, " has no ", scheduleName(*kind), " schedule (it runs ", scheduleList(p), ")"),
+                 p.schedules.empty()
+                     ? cat(name, " has no pipeline schedules")
+                     : cat(name, " has no ", scheduleName(*kind), " schedule (it runs ", scheduleList(p), ")"),
                  cat("use \"auto\" or one of those, ", kOtherFramework));
     }
     if (c.fp8_linears && !p.fp8)

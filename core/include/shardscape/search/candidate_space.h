@@ -36,7 +36,6 @@ SearchSpace buildSearchSpace(const CostModel& model, const PlannerConfig& config
  * when given, receives how many.
  */
 std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const SearchSpace& space,
-                                                const PlannerConfig& config,
-                                                std::uint64_t* frameworkSkipped = nullptr);
+                                                const PlannerConfig& config, std::uint64_t* frameworkSkipped = nullptr);
 
 } // namespace shardscape

@@ -61,8 +61,9 @@ struct PlanResult
 /**
  * Searches tp, pp, dp, cp, ep, vpp, micro-batch, micro-batches, ZeRO, recomputation and schedule within the
  * cluster (only what config.framework runs), partitions layers into stages by an exact min-max DP under per-stage
- * memory, costs candidates in parallel and simulates the best; plans whose OOM risk is "fits" rank before "tight" ones. Synchronous and pure; deterministic whatever the thread count; returns
- * within 100 ms of `stop` being requested (with `cancelled` set). Throws InputError for bad inputs.
+ * memory, costs candidates in parallel and simulates the best; plans whose OOM risk is "fits" rank before "tight" ones.
+ * Synchronous and pure; deterministic whatever the thread count; returns within 100 ms of `stop` being requested (with
+ * `cancelled` set). Throws InputError for bad inputs.
  */
 PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSink& progress, std::stop_token stop = {});
 
