@@ -3,6 +3,7 @@
 // configurations, method and pivot restrictions, the Alpa tutorial MLP, and models that fit nowhere.
 #include "shardscape/model/model_source.h"
 #include "shardscape/search/candidate_space.h"
+#include "shardscape/search/explain.h"
 #include "shardscape/search/planner.h"
 #include "shardscape/search/stage_partition.h"
 #include "shardscape/search/tp_annotation.h"
@@ -441,6 +442,36 @@ private Q_SLOTS:
             if (i > 0 && r.top[i - 1].oom_risk == e.oom_risk)
                 QVERIFY(r.top[i - 1].step_time <= e.step_time);
         }
+    }
+
+    void explanationSaysWhyAFasterTightPlanRanksLower()
+    {
+        const auto evaluation = [](int tp, double step, OomRisk risk) {
+            Evaluation e;
+            e.config.tp = tp;
+            e.config.dp = 8 / tp;
+            e.config.sequence_parallel = tp > 1;
+            e.feasible = true;
+            e.step_time = step;
+            e.oom_risk = risk;
+            e.memory_limit_bytes = 80e9;
+            e.peak_memory_range = {60e9, 79e9};
+            e.stages.resize(1);
+            e.stages[0].memory.weights = 70e9;
+            return e;
+        };
+        const Evaluation chosen = evaluation(2, 2.0, OomRisk::Fits);
+        const Evaluation runnerUp = evaluation(1, 1.5, OomRisk::Tight);
+        const auto lines = explainChoice(chosen, &runnerUp, {runnerUp});
+        QVERIFY(lines.size() >= 2);
+        QVERIFY2(lines[1].find("25.0% faster, but its memory is tight: every plan that fits ranks first")
+                     != std::string::npos,
+                 lines[1].c_str());
+        QVERIFY2(lines[1].find("memory tight: peak range up to 79.0 GB of the 80.0 GB limit") != std::string::npos,
+                 lines[1].c_str());
+        // A slower runner-up that fits is explained by its time, as before.
+        const Evaluation slower = evaluation(4, 2.5, OomRisk::Fits);
+        QVERIFY(explainChoice(chosen, &slower, {})[1].find("25.0% slower") != std::string::npos);
     }
 
     void stageCountAndPivotsAreHonoured()

@@ -27,7 +27,8 @@ std::string summary(const Evaluation& e)
     return cat(e.config.describe(), ": ", seconds(e.step_time), " per step, MFU ", fixed(100 * e.mfu, 1), "%, peak ",
                fixed(e.peakMemory() / units::kGB, 1), " GB",
                e.feasible && e.oom_risk == OomRisk::Tight
-                   ? cat(" (tight: up to ", fixed(e.peak_memory_range.high / units::kGB, 1), " GB)")
+                   ? cat(" (memory tight: peak range up to ", fixed(e.peak_memory_range.high / units::kGB, 1),
+                         " GB of the ", fixed(e.memory_limit_bytes / units::kGB, 1), " GB limit)")
                    : std::string());
 }
 
@@ -62,23 +63,26 @@ std::string timeDifference(const Evaluation& chosen, const Evaluation& other)
     return out.empty() ? std::string("the same time split") : join(out);
 }
 
+namespace {
+
+/** "12.0% slower: compute +1.2 s, ..."; for a faster plan ranked lower because its memory is tight, why. */
+std::string comparison(const Evaluation& chosen, const Evaluation& other)
+{
+    if (other.step_time < chosen.step_time && other.oom_risk == OomRisk::Tight && chosen.oom_risk == OomRisk::Fits)
+        return cat(fixed(100 * (1 - other.step_time / chosen.step_time), 1),
+                   "% faster, but its memory is tight: every plan that fits ranks first");
+    return cat(fixed(100 * (other.step_time / chosen.step_time - 1), 1), "% slower: ", timeDifference(chosen, other));
+}
+
+} // namespace
+
 std::vector<std::string> explainChoice(const Evaluation& chosen, const Evaluation* runnerUp,
                                        const std::vector<Evaluation>& alternatives)
 {
     std::vector<std::string> lines;
     lines.push_back("chosen: " + summary(chosen));
-    if (runnerUp && runnerUp->step_time < chosen.step_time && chosen.oom_risk == OomRisk::Fits
-        && runnerUp->oom_risk == OomRisk::Tight) {
-        // The ranking puts every plan that fits before the tight ones, faster or not.
-        lines.push_back(
-            cat("runner-up: ", summary(*runnerUp), " (", fixed(100 * (1 - runnerUp->step_time / chosen.step_time), 1),
-                "% faster, but its peak memory may reach ", fixed(runnerUp->peak_memory_range.high / units::kGB, 1),
-                " GB of the ", fixed(runnerUp->memory_limit_bytes / units::kGB, 1),
-                " GB limit: plans that fit rank before tight ones)"));
-    } else if (runnerUp) {
-        const double slower = runnerUp->step_time / chosen.step_time - 1;
-        lines.push_back(cat("runner-up: ", summary(*runnerUp), " (", fixed(100 * slower, 1),
-                            "% slower: ", timeDifference(chosen, *runnerUp), ")"));
+    if (runnerUp) {
+        lines.push_back(cat("runner-up: ", summary(*runnerUp), " (", comparison(chosen, *runnerUp), ")"));
     } else {
         lines.push_back("runner-up: none (no other configuration fits)");
     }
@@ -103,7 +107,12 @@ std::vector<std::string> explainChoice(const Evaluation& chosen, const Evaluatio
         for (const auto& e : alternatives) {
             if (!family.member(e.config) || e.stages.empty())
                 continue;
-            if (e.feasible && (!bestFit || e.step_time < bestFit->step_time))
+            // The planner's order: plans that fit before tight ones, then the shorter step.
+            const auto ranksBefore = [](const Evaluation& a, const Evaluation& b) {
+                const bool aFits = a.oom_risk == OomRisk::Fits;
+                return aFits != (b.oom_risk == OomRisk::Fits) ? aFits : a.step_time < b.step_time;
+            };
+            if (e.feasible && (!bestFit || ranksBefore(e, *bestFit)))
                 bestFit = &e;
             if (!leastMemory || e.peakMemory() < leastMemory->peakMemory())
                 leastMemory = &e;
@@ -111,9 +120,8 @@ std::vector<std::string> explainChoice(const Evaluation& chosen, const Evaluatio
         if (bestFit && runnerUp && bestFit->config.describe() == runnerUp->config.describe())
             continue; // already said as the runner-up
         if (bestFit) {
-            lines.push_back(cat("best ", family.name, ": ", summary(*bestFit), " (",
-                                fixed(100 * (bestFit->step_time / chosen.step_time - 1), 1),
-                                "% slower: ", timeDifference(chosen, *bestFit), ")"));
+            lines.push_back(
+                cat("best ", family.name, ": ", summary(*bestFit), " (", comparison(chosen, *bestFit), ")"));
         } else if (leastMemory) {
             lines.push_back(cat("best ", family.name, ": does not fit: ", leastMemory->config.describe(), " needs ",
                                 fixed(leastMemory->peakMemory() / units::kGB, 1), " GB per GPU, over the ",
