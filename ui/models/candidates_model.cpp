@@ -184,6 +184,8 @@ QVariant CandidatesModel::data(const QModelIndex& index, int role) const
     case Qt::ForegroundRole:
         if (!isFeasible(index.row()))
             return QBrush(QPalette().color(QPalette::Disabled, QPalette::Text));
+        if (column == OomRiskColumn && e->oom_risk == OomRisk::Tight)
+            return QBrush(QColor(0xb3, 0x59, 0x00)); // amber: ranked after every plan that fits
         return {};
     case Qt::ToolTipRole: {
         if (column == OomRiskColumn && !e->stages.empty())
