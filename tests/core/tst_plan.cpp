@@ -7,6 +7,7 @@
 #include "shardscape/cost/cost_model.h"
 #include "shardscape/model/model_source.h"
 #include "shardscape/plan/plan_file.h"
+#include "shardscape/plan/result_json.h"
 #include "shardscape/support/error.h"
 
 #include <QTemporaryDir>
@@ -424,6 +425,53 @@ private Q_SLOTS:
         QVERIFY(m.contains("regime"));
         const json& memory = plan["stages"][0]["memory"];
         QVERIFY(memory.contains("runtime_gb") && memory.contains("fragmentation_gb"));
+    }
+
+    void resultJsonCarriesFrameworkAndRanges()
+    {
+        const CostModel& model = llamaModel();
+        const Evaluation e = evaluate(model, sampleConfigs().at("torchtitan tp2 cp2 fsdp"));
+        QVERIFY2(!e.stages.empty(), e.reason.c_str());
+        ParallelConfig bad = sampleConfigs().at("dp8");
+        bad.tp = 3; // does not divide the heads: rejected before costing
+        bad.dp = 1;
+        const Evaluation rejected = evaluate(model, bad);
+        QVERIFY(rejected.stages.empty());
+        const json doc = resultJson({e, rejected}, model, SearchCounts {});
+        const json& c = doc["candidates"][0];
+        QCOMPARE(c["framework"].get<std::string>(), std::string("torchtitan"));
+        QVERIFY(c["step_time_range_s"][0].get<double>() == e.step_time_range.low);
+        QVERIFY(c["step_time_range_s"][1].get<double>() == e.step_time_range.high);
+        QVERIFY(c["step_time_range_s"][0].get<double>() <= e.step_time);
+        QVERIFY(c["step_time_range_s"][1].get<double>() >= e.step_time);
+        QVERIFY(c["peak_memory_range_gb"][0].get<double>() == e.peak_memory_range.low / 1e9);
+        QVERIFY(c["peak_memory_range_gb"][1].get<double>() == e.peak_memory_range.high / 1e9);
+        QCOMPARE(c["oom_risk"].get<std::string>(), std::string(oomRiskName(e.oom_risk)));
+        QCOMPARE(c["regime"].get<std::string>(), e.regime);
+        QVERIFY(!e.regime.empty());
+        for (std::size_t r = 0; r < e.stages.size(); ++r) {
+            const json& stage = c["stages"][r];
+            QCOMPARE(stage["memory_range_gb"].size(), std::size_t {2});
+            QVERIFY(stage["memory_range_gb"][0].get<double>() <= stage["memory_gb"].get<double>() + 1e-12);
+            QVERIFY(stage["memory_range_gb"][1].get<double>() >= stage["memory_gb"].get<double>() - 1e-12);
+            const MemoryBreakdown& m = e.stages[r].memory;
+            QVERIFY(stage["memory"]["runtime_gb"].get<double>() == m.runtime / 1e9);
+            QVERIFY(stage["memory"]["fragmentation_gb"].get<double>() == m.fragmentation / 1e9);
+            QVERIFY(stage["memory"]["allocated_gb"].get<double>() == m.allocated() / 1e9);
+            QVERIFY(stage["memory"]["allocator_reserved_gb"].get<double>() == m.allocatorReserved() / 1e9);
+        }
+        // The stage with the largest peak carries the evaluation's range.
+        const double highest = c["peak_memory_range_gb"][1].get<double>();
+        bool found = false;
+        for (const auto& stage : c["stages"])
+            found = found || std::abs(stage["memory_range_gb"][1].get<double>() - highest) < 1e-9;
+        QVERIFY(found);
+        // Nothing costed: no ranges and no risk (null, not zero), the framework still named.
+        const json& r = doc["candidates"][1];
+        QVERIFY(r["step_time_range_s"].is_null());
+        QVERIFY(r["peak_memory_range_gb"].is_null());
+        QVERIFY(r["oom_risk"].is_null());
+        QCOMPARE(r["framework"].get<std::string>(), std::string("generic"));
     }
 
     void oldPlansWithoutFrameworkOrRangesLoad()

@@ -114,7 +114,14 @@ nlohmann::json candidateJson(const Evaluation& e, const CostModel& model)
     auto stages = json::array();
     for (const auto& stage : e.stages) {
         peaks.push_back(toGB(stage.memory.total()));
-        stages.push_back(stageJson(stage, c, model));
+        json stageDoc = stageJson(stage, c, model);
+        // The calibration band is relative to the predicted peak (CostModel's uncertainty), so each stage's range is
+        // its own peak scaled by the same factors.
+        const double peak = e.peakMemory();
+        if (peak > 0 && e.peak_memory_range.high > 0)
+            stageDoc["memory_range_gb"] = json::array({toGB(stage.memory.total() * (e.peak_memory_range.low / peak)),
+                                                       toGB(stage.memory.total() * (e.peak_memory_range.high / peak))});
+        stages.push_back(std::move(stageDoc));
     }
     out["peak_memory_gb"] = std::move(peaks);
     out["stages"] = std::move(stages);

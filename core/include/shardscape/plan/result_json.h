@@ -30,8 +30,8 @@ inline constexpr const char* kResultSchema = "shardscape.result/1";
  *   tp_comm_s, other_comm_s, pp_bubble_s, dp_exposed_s, optimizer_s}: the step of the busiest pipeline rank, seconds.
  * - Wave 2: framework (generic|megatron-core|nemo|torchtitan|deepspeed|composer); step_time_range_s [low, high]
  *   (seconds) and peak_memory_range_gb [low, high] (the per-device peak over stages, GB): the ranges the calibration
- *   residuals of the configuration's regime give; oom_risk (fits|tight|likely) and regime (the calibration regime's
- *   name).
+ *   residuals of the configuration's regime give; per stage memory_range_gb [low, high] (the stage's peak with the
+ *   same relative band); oom_risk (fits|tight|likely) and regime (the calibration regime's name).
  *
  * A configuration rejected before costing (e.g. tp does not divide the heads) has nothing measured: its metrics
  * (step_time_s ... bubble_ratio, step_time_range_s, peak_memory_range_gb, oom_risk) and `time` are null and
