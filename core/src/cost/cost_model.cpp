@@ -78,7 +78,7 @@ std::pair<double, double> shardedDpExposedTime(const ParallelConfig& c, const Fr
                                                double weightBytes)
 {
     const double overlap = params.zero3_prefetch_overlap;
-    const double gradBytes = framework.framework == Framework::Generic ? params.grad_bytes : framework.grad_bytes;
+    const double gradBytes = gradientBytes(framework, params);
     const bool regather = framework.zero3_regather_for_recompute && c.recompute != RecomputeKind::None;
     double forward = 0, backward = 0;
     const std::size_t n = layerDense.size();
@@ -443,7 +443,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     };
     const FrameworkProfile& framework = frameworkProfile(c.framework);
     // Gradients travel in the dtype they accumulate in: fp32 in Megatron and FSDP (reduce_dtype), bf16 in DeepSpeed.
-    const double gradCommBytes = c.framework == Framework::Generic ? m_params.grad_bytes : framework.grad_bytes;
+    const double gradCommBytes = gradientBytes(framework, m_params);
 
     PipelineSpec& spec = a->spec;
     spec.schedule = c.pp == 1 ? ScheduleKind::OneFOneB : c.schedule;
@@ -494,11 +494,15 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
         chunk.weights = resident.weights;
         chunk.gradients = resident.gradients;
         chunk.optimizer = resident.optimizer;
-        std::vector<double> layerDense; // per layer of the chunk: ZeRO-3 gathers and reduce-scatters one layer
-        layerDense.reserve(members.size());
-        for (const Layer* layer : members) {
-            layerDense.push_back(paramsPerDevice(*m_graph, {layer}, c.tp, c.ep).dense);
-            chunk.largestLayerParams = std::max(chunk.largestLayerParams, layerDense.back());
+        // Per layer of the chunk, only where sharded data parallelism needs it (this runs for every candidate):
+        // ZeRO-3 gathers and reduce-scatters one layer at a time, and FSDP holds the largest layer unsharded.
+        std::vector<double> layerDense;
+        if (c.zero_stage >= 2) {
+            layerDense.reserve(members.size());
+            for (const Layer* layer : members) {
+                layerDense.push_back(paramsPerDevice(*m_graph, {layer}, c.tp, c.ep).dense);
+                chunk.largestLayerParams = std::max(chunk.largestLayerParams, layerDense.back());
+            }
         }
         stage.static_bytes = chunk.weights + chunk.gradients + chunk.optimizer;
 

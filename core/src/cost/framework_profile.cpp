@@ -106,13 +106,7 @@ FrameworkProfile megatronCore()
     FrameworkProfile p = pytorchRuntime({});
     p.framework = Framework::MegatronCore;
     p.version = "Megatron-LM core_v0.12-core_v0.15";
-    p.grad_bytes = 4;
-    p.zero1_full_grad_buffer = true;
-    p.master_bytes = 4;
-    p.adam_state_bytes = 8;
-    p.zero3_live_blocks = 2;
     p.zero3_unsharded_grad_bytes = 4; // Megatron-FSDP reduces the fp32 main grads of the module's bucket
-    p.loss_saved_bytes_per_logit = 4;
     p.loss_working_bytes_per_logit = 2;
     p.fragmentation = 1.10;
     p.schedules = {ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B};
@@ -168,12 +162,8 @@ FrameworkProfile torchtitan()
     p.framework = Framework::Torchtitan;
     p.version = "torchtitan v0.2.0-v0.2.2 (PyTorch 2.8-2.9 FSDP2)";
     p.sharded_fp32_params = true;
-    p.grad_bytes = 4;
     p.master_bytes = 0;
-    p.adam_state_bytes = 8;
-    p.zero3_live_blocks = 2;
     p.zero3_unsharded_grad_bytes = 2 + 4;
-    p.loss_saved_bytes_per_logit = 4;
     p.loss_working_bytes_per_logit = 8;
     p.fragmentation = 1.05;
     p.zero_stages = {2, 3};
@@ -209,6 +199,7 @@ FrameworkProfile torchtitan()
  * - stage 3 (deepspeed/runtime/zero/stage3.py): parameters fetched per module through
  *   PartitionedParameterCoordinator with prefetch buckets of stage3_prefetch_bucket_size (5e7 elements), at most
  *   stage3_max_live_parameters (1e9) live; one reduce bucket (5e8 x 2 B);
+ * - allgather_bucket_size gathers into the bf16 parameters in place (no extra buffer);
  * - loss: the model's own (Megatron-DeepSpeed: vocab_parallel_cross_entropy on fp32 logits);
  * - the pipeline engine (deepspeed/runtime/pipe/engine.py) runs TrainSchedule (1F1B) only and asserts ZeRO < 2;
  *   no ring context parallelism (DeepSpeed-Ulysses is a different scheme), no FP8 training.
@@ -219,16 +210,9 @@ FrameworkProfile deepSpeed()
     p.framework = Framework::DeepSpeed;
     p.version = "DeepSpeed v0.14-v0.18";
     p.grad_bytes = 2;
-    p.zero1_full_grad_buffer = true;
-    p.fp32_grad_partition_bytes = 0;
-    p.master_bytes = 4;
-    p.adam_state_bytes = 8;
     p.grad_bucket_bytes = 5e8 * 2; // doubled at stage 3 (overlap_comm), fixedBufferBytes
-    p.gather_bucket_bytes = 0; // allgather_bucket_size gathers into the bf16 params in place
-    p.zero3_live_blocks = 2;
     p.zero3_unsharded_grad_bytes = 2;
-    p.loss_saved_bytes_per_logit = 4;
-    p.loss_working_bytes_per_logit = 2 + 2;
+    p.loss_working_bytes_per_logit = 2; // Megatron-DeepSpeed's vocab_parallel_cross_entropy, as Megatron
     p.fragmentation = 1.15;
     p.sharded_dp = ShardedDpImpl::PerParameter;
     p.zero3_prefetch_elements = 5e7; // stage3_prefetch_bucket_size default (deepspeed/runtime/zero/config.py)
@@ -277,25 +261,34 @@ const FrameworkProfile& frameworkProfile(Framework framework)
     return profiles[static_cast<std::size_t>(framework)];
 }
 
+std::string zeroStageList(const FrameworkProfile& p)
+{
+    std::string stages;
+    for (const int z : p.zero_stages)
+        stages += cat(stages.empty() ? "" : ", ", z);
+    return stages;
+}
+
+std::string scheduleList(const FrameworkProfile& p)
+{
+    std::string names;
+    for (const auto s : p.schedules)
+        names += cat(names.empty() ? "" : ", ", scheduleName(s));
+    return names;
+}
+
 std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig& c)
 {
     const std::string_view name = frameworkName(p.framework);
-    if (std::find(p.zero_stages.begin(), p.zero_stages.end(), c.zero_stage) == p.zero_stages.end()) {
-        std::string stages;
-        for (const int z : p.zero_stages)
-            stages += cat(stages.empty() ? "" : ", ", z);
-        return cat(name, " runs ZeRO stages ", stages, " only (got ", c.zero_stage,
+    if (std::find(p.zero_stages.begin(), p.zero_stages.end(), c.zero_stage) == p.zero_stages.end())
+        return cat(name, " runs ZeRO stages ", zeroStageList(p), " only (got ", c.zero_stage,
                    "): choose one of those, or --framework generic");
-    }
     if (c.pp > 1) {
         if (p.schedules.empty())
             return cat(name, " has no pipeline parallelism: set pp to 1, or choose another framework");
-        if (std::find(p.schedules.begin(), p.schedules.end(), c.schedule) == p.schedules.end()) {
-            std::string names;
-            for (const auto s : p.schedules)
-                names += cat(names.empty() ? "" : ", ", scheduleName(s));
-            return cat(name, " has no ", scheduleName(c.schedule), " pipeline schedule (it runs ", names, ")");
-        }
+        if (std::find(p.schedules.begin(), p.schedules.end(), c.schedule) == p.schedules.end())
+            return cat(name, " has no ", scheduleName(c.schedule), " pipeline schedule (it runs ", scheduleList(p),
+                       ")");
         if (!p.pipeline_with_zero23 && c.zero_stage >= 2)
             return cat(name, "'s pipeline engine refuses ZeRO-", c.zero_stage,
                        " (it asserts stage < 2): use ZeRO 0 or 1 with pp > 1");

@@ -5,6 +5,16 @@
 
 namespace shardscape {
 
+double gradientBytes(const FrameworkProfile& f, const CostParams& params)
+{
+    return f.framework == Framework::Generic ? params.grad_bytes : f.grad_bytes;
+}
+
+bool keepsUnshardedCopies(const FrameworkProfile& f, const ParallelConfig& c)
+{
+    return c.zero_stage == 2 || (c.pp > 1 && f.framework == Framework::Torchtitan);
+}
+
 ParameterMemory parameterMemory(const FrameworkProfile& f, const CostParams& params, const ParallelConfig& c,
                                 const LayerParams& p, double weightBytes, ShardDivisors shard)
 {
@@ -22,9 +32,7 @@ ParameterMemory parameterMemory(const FrameworkProfile& f, const CostParams& par
         // FSDP: fp32 shards are the master copy; ZeRO-2 (reshard_after_forward=False) keeps every block's 16-bit
         // unsharded copy from its forward to its backward. Without sharding (DDP) the model stays fp32.
         const bool fsdp = c.zero_stage >= 2;
-        // torchtitan's apply_fsdp turns resharding after forward off under pipeline parallelism.
-        const bool keepsUnsharded = c.zero_stage == 2 || (c.pp > 1 && f.framework == Framework::Torchtitan);
-        m.weights = 4 * per(fsdp) + (keepsUnsharded ? weightBytes * whole : 0);
+        m.weights = 4 * per(fsdp) + (keepsUnshardedCopies(f, c) ? weightBytes * whole : 0);
         m.gradients = f.grad_bytes * per(fsdp);
         m.optimizer = f.adam_state_bytes * per(fsdp);
         return m;
@@ -55,8 +63,7 @@ double shardedDpWorkingBytes(const FrameworkProfile& f, const ParallelConfig& c,
         return c.zero_stage >= 3 ? 2 * largestBlockParams * weightBytes : 0;
     if (c.zero_stage < 2 || (c.zero_stage == 2 && !f.sharded_fp32_params))
         return 0; // ZeRO-1/2 keep whole 16-bit weights; their grads are in parameterMemory
-    const bool keepsUnsharded = c.zero_stage == 2 || (c.pp > 1 && f.framework == Framework::Torchtitan);
-    const double liveParams = keepsUnsharded ? 0 : f.zero3_live_blocks * largestBlockParams * weightBytes;
+    const double liveParams = keepsUnshardedCopies(f, c) ? 0 : f.zero3_live_blocks * largestBlockParams * weightBytes;
     return liveParams + f.zero3_unsharded_grad_bytes * largestBlockParams;
 }
 

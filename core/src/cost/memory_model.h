@@ -16,6 +16,13 @@ struct ShardDivisors
     double expert = 1;
 };
 
+/** Bytes per gradient element as the framework accumulates and reduces them (Generic: CostParams::grad_bytes). */
+double gradientBytes(const FrameworkProfile& profile, const CostParams& params);
+
+/** FSDP keeps every block's 16-bit unsharded copy from forward to backward: ZeRO-2 (reshard_after_forward=False),
+    and torchtitan under pipeline parallelism (apply_fsdp turns resharding after forward off). */
+bool keepsUnshardedCopies(const FrameworkProfile& profile, const ParallelConfig& c);
+
 /** Resident bytes of a set of parameters on one device: weights, gradients, optimizer states. */
 struct ParameterMemory
 {

@@ -54,12 +54,8 @@ void applyFramework(SearchSpace& space, const PlannerConfig& config)
 
     const std::vector<int> zero = space.zero;
     std::erase_if(space.zero, [&](int z) { return !contains(p.zero_stages, z); });
-    if (space.zero.size() != zero.size()) {
-        std::vector<std::string> stages;
-        for (const int z : p.zero_stages)
-            stages.push_back(cat(z));
-        limit(cat("ZeRO stages ", join(stages), " only"));
-    }
+    if (space.zero.size() != zero.size())
+        limit(cat("ZeRO stages ", zeroStageList(p), " only"));
 
     // Without any schedule the framework has no pipeline: one note below says so.
     for (const auto schedule : space.schedules)

@@ -167,22 +167,6 @@ template<typename T> bool contains(const std::vector<T>& values, T value)
     return std::find(values.begin(), values.end(), value) != values.end();
 }
 
-std::string zeroList(const FrameworkProfile& p)
-{
-    std::vector<std::string> stages;
-    for (const int z : p.zero_stages)
-        stages.push_back(cat(z));
-    return join(stages);
-}
-
-std::string scheduleList(const FrameworkProfile& p)
-{
-    std::vector<std::string> names;
-    for (const auto s : p.schedules)
-        names.emplace_back(scheduleName(s));
-    return join(names);
-}
-
 /** What the config pins explicitly must be something the framework runs (what it leaves open is pruned instead). */
 void validateFramework(const PlannerConfig& c, std::string_view origin)
 {
@@ -190,7 +174,7 @@ void validateFramework(const PlannerConfig& c, std::string_view origin)
     const std::string_view name = frameworkName(c.framework);
     if (c.zero_stage >= 0 && !contains(p.zero_stages, c.zero_stage))
         fail(origin, "zero_stage",
-             cat("value ", c.zero_stage, " is not a ZeRO stage ", name, " runs (", zeroList(p), ")"),
+             cat("value ", c.zero_stage, " is not a ZeRO stage ", name, " runs (", zeroStageList(p), ")"),
              cat("use \"auto\" or one of those, ", kOtherFramework));
     const int methodZero = c.method == PlanMethod::Data ? 0
         : c.method == PlanMethod::Zero2                 ? 2
@@ -199,7 +183,7 @@ void validateFramework(const PlannerConfig& c, std::string_view origin)
     if (methodZero >= 0 && !contains(p.zero_stages, methodZero))
         fail(origin, "method",
              cat("'", planMethodName(c.method), "' plans with ZeRO stage ", methodZero, ", which ", name,
-                 " does not run (", zeroList(p), ")"),
+                 " does not run (", zeroStageList(p), ")"),
              cat("use another method, ", kOtherFramework));
     if (p.schedules.empty()) {
         if (c.pipeline_nstages > 1)

@@ -149,6 +149,11 @@ struct FrameworkProfile
     bool microbatches_at_least_stages = false;
 };
 
+/** "2, 3": the ZeRO stages the framework runs, for messages. */
+std::string zeroStageList(const FrameworkProfile& profile);
+/** "1f1b, interleaved": the pipeline schedules the framework runs, for messages. */
+std::string scheduleList(const FrameworkProfile& profile);
+
 /** The profile of a framework (static storage). */
 const FrameworkProfile& frameworkProfile(Framework framework);
 
