@@ -377,7 +377,9 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
               c.fp8_linears, c.eager_kernels, ',', c.micro_batch, ',', static_cast<int>(c.recompute), ',',
               join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',', layout.cp_group.per_node, ',',
               layout.ep_group.per_node, ',', layout.loss_saved_bytes_per_logit, ',',
-              layout.loss_working_bytes_per_logit, ',', layout.selective_checkpoint_policy, '|', pattern);
+              layout.loss_working_bytes_per_logit, ',', layout.selective_checkpoint_policy, ',',
+              // Every layout term a framework sets (CP exchange, TP-overlap chunking, loss bytes) follows from it.
+              static_cast<int>(c.framework), '|', pattern);
     std::lock_guard lock(m_cacheMutex);
     auto& slot = m_cache[key];
     if (!slot)
