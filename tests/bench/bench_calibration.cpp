@@ -337,12 +337,15 @@ int main(int argc, char** argv)
                         "%.4g  optimizer %.4g  (bubble ratio %.3f, peak mem %.1f GB)\n",
                         e.step_time, t.compute, t.recompute, t.tp_comm, t.other_comm, t.pp_bubble, t.dp_exposed,
                         t.optimizer, e.bubble_ratio, e.peakMemory() / 1e9);
-            for (std::size_t r = 0; r < e.stages.size() && r < 2; ++r) {
+            for (std::size_t r = 0; r < e.stages.size(); ++r) {
+                if (r >= 2 && r + 1 < e.stages.size())
+                    continue; // the first two stages and the last one
                 const MemoryBreakdown& m = e.stages[r].memory;
-                std::printf("    stage %zu memory GB: weights %.1f grads %.1f optimizer %.1f activations %.1f "
-                            "transient %.1f reserve %.1f = %.1f (%d in flight)\n",
-                            r, m.weights / 1e9, m.gradients / 1e9, m.optimizer / 1e9, m.activations / 1e9,
-                            m.transient / 1e9, m.reserve / 1e9, m.total() / 1e9, e.stages[r].peak_inflight);
+                std::printf("    stage %zu layers %d-%d, %.4g s per micro-batch; memory GB: weights %.1f grads %.1f "
+                            "optimizer %.1f activations %.1f transient %.1f reserve %.1f = %.1f (%d in flight)\n",
+                            r, e.stages[r].first_layer, e.stages[r].last_layer, e.stages[r].compute, m.weights / 1e9,
+                            m.gradients / 1e9, m.optimizer / 1e9, m.activations / 1e9, m.transient / 1e9,
+                            m.reserve / 1e9, m.total() / 1e9, e.stages[r].peak_inflight);
             }
             for (const auto& a : c.assumptions)
                 std::printf("    rule: %s\n", a.c_str());
@@ -399,6 +402,12 @@ int main(int argc, char** argv)
         std::printf("  %-48s measured %6.1f GiB  predicted %6.1f GiB  %+6.1f%%\n", c.id.c_str(),
                     c.published_peak_memory_gib, predicted, 100 * (predicted / c.published_peak_memory_gib - 1));
     }
+
+    // Every published row is a run that ran: a predicted OOM on one is a wrong verdict.
+    std::size_t wrongOom = 0;
+    for (const auto& [c, p] : results)
+        wrongOom += p.evaluation.feasible ? 0 : 1;
+    std::printf("\nRuns that ran, predicted OOM: %zu of %zu\n", wrongOom, results.size());
 
     std::printf("\n%zu rows simulated, %zu not, in %.2f s\n", results.size(), skipped.size(), seconds);
     printSanity(params, devices);

@@ -262,6 +262,36 @@ private Q_SLOTS:
         QVERIFY(relativeError(fp32.working_bytes, 8 * logits) < 1e-12);
     }
 
+    void fusedCrossEntropyKeepsTheLogits()
+    {
+        // llm-foundry's default loss (flash-attn's xentropy) saves the 16-bit logits and an fp32 log-sum-exp per
+        // row and writes a 16-bit gradient: 2 B per logit saved and 2 B working, against Megatron's 4 and 2 and
+        // torchtitan's 4 and 8 (F.cross_entropy on an fp32 upcast).
+        BuildOptions options;
+        options.seq_len = 1024;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        const auto producer = graph->producers();
+        const auto layers = layersByModule(*graph);
+        const Layer& head = layers.back();
+        const auto source = makeDatasheetCostSource(h100Node(), {});
+        const double logits = 1024.0 * graph->transformer->vocab;
+        const auto headCost = [&](Framework framework) {
+            const FrameworkProfile& profile = frameworkProfile(framework);
+            LayerLayout layout;
+            layout.loss_saved_bytes_per_logit = profile.loss_saved_bytes_per_logit;
+            layout.loss_working_bytes_per_logit = profile.loss_working_bytes_per_logit;
+            return computeLayerCost(*graph, producer, head, layout, *source);
+        };
+        const LayerCost composer = headCost(Framework::Composer);
+        const LayerCost megatron = headCost(Framework::MegatronCore);
+        const LayerCost torchtitan = headCost(Framework::Torchtitan);
+        QVERIFY(relativeError(megatron.activation_bytes - composer.activation_bytes, 2 * logits) < 1e-12);
+        QVERIFY(relativeError(torchtitan.activation_bytes - composer.activation_bytes, 2 * logits) < 1e-12);
+        QVERIFY(relativeError(composer.working_bytes, 2 * logits) < 1e-12);
+        QVERIFY(relativeError(megatron.working_bytes, 2 * logits) < 1e-12);
+        QVERIFY(relativeError(torchtitan.working_bytes, 8 * logits) < 1e-12);
+    }
+
     void fullRecomputeWorkingSetIsTheBlockStash()
     {
         // While a fully recomputed block runs backward, everything it would have saved is alive again.
@@ -318,6 +348,71 @@ private Q_SLOTS:
         QVERIFY(fsdp.time.sharded_dp > 0);
         QVERIFY(ds.time.sharded_dp > 1.5 * fsdp.time.sharded_dp);
         QVERIFY(ds.step_time > fsdp.step_time);
+    }
+
+    void deepSpeedBf16PipelineKeepsFp32Grads_data()
+    {
+        QTest::addColumn<bool>("bf16");
+        QTest::addColumn<double>("gradBytes");
+        // BF16_Optimizer: the bf16 .grad and an fp32 accumulation buffer of every parameter of the stage; fp16 goes
+        // through the ZeRO-1 optimizer with 16-bit gradients.
+        QTest::newRow("bf16") << true << 6.0;
+        QTest::newRow("fp16") << false << 2.0;
+    }
+    void deepSpeedBf16PipelineKeepsFp32Grads()
+    {
+        QFETCH(bool, bf16);
+        QFETCH(double, gradBytes);
+        BuildOptions options;
+        options.seq_len = 1024;
+        options.dtype = bf16 ? DType::BF16 : DType::F16;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        CostModel model(graph, h100Node(2));
+        ParallelConfig config;
+        config.pp = 2;
+        config.dp = 8;
+        config.num_microbatches = 4;
+        config.zero_stage = 1;
+        config.framework = Framework::DeepSpeed;
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        const Evaluation e = model.evaluate(config, workload);
+        QVERIFY2(e.feasible, e.reason.c_str());
+        for (const auto& stage : e.stages) {
+            const double params = stage.memory.weights / 2; // 16-bit weights, unsharded at ZeRO-1
+            QVERIFY(relativeError(stage.memory.gradients, gradBytes * params) < 1e-12);
+        }
+    }
+
+    void tiedEmbeddingGradsMeetAfterTheFlush()
+    {
+        // GPT-2 ties its input and output embeddings: with two pipeline ranks and no data parallelism the only
+        // gradient sync is the tied all-reduce between them (vocab x hidden, fp16 gradients in DeepSpeed), and
+        // DeepSpeed's pipeline engine runs it after the last backward: all of it is exposed.
+        BuildOptions options;
+        options.seq_len = 1024;
+        options.dtype = DType::F16;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("gpt2", options));
+        QVERIFY(graph->transformer && graph->transformer->tied_embeddings);
+        const Cluster cluster = h100Node();
+        CostModel model(graph, cluster);
+        ParallelConfig config;
+        config.pp = 2;
+        config.num_microbatches = 4;
+        config.zero_stage = 1;
+        config.framework = Framework::DeepSpeed;
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        EvaluateOptions partOfTheNode;
+        partOfTheNode.require_full_cluster = false;
+        const Evaluation e = model.evaluate(config, workload, partOfTheNode);
+        QVERIFY2(e.feasible, e.reason.c_str());
+        const double elements = static_cast<double>(graph->transformer->vocab * graph->transformer->hidden);
+        const auto source = makeDatasheetCostSource(cluster, {});
+        const double allReduce = source->collectiveTime(Collective::AllReduce, 2 * elements, {2, 2});
+        QVERIFY(allReduce > 0);
+        QVERIFY2(relativeError(e.time.dp_exposed, allReduce) < 1e-9,
+                 (std::to_string(e.time.dp_exposed) + " vs " + std::to_string(allReduce)).c_str());
     }
 
     void frameworksBoundWhatRuns_data()

@@ -75,10 +75,11 @@ std::pair<double, double> shardedDpExposedTime(const ParallelConfig& c, const Fr
                                                const CostParams& params, const CostSource& source, int first,
                                                const std::vector<double>& layerDense,
                                                const std::vector<const LayerCost*>& costs, const GroupShape& group,
-                                               double weightBytes)
+                                               DType dtype)
 {
     const double overlap = params.zero3_prefetch_overlap;
-    const double gradBytes = gradientBytes(framework, params);
+    const double weightBytes = dtypeBytes(dtype);
+    const double gradBytes = gradientBytes(framework, params, c, dtype);
     const bool regather = framework.zero3_regather_for_recompute && c.recompute != RecomputeKind::None;
     double forward = 0, backward = 0;
     const std::size_t n = layerDense.size();
@@ -445,7 +446,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     };
     const FrameworkProfile& framework = frameworkProfile(c.framework);
     // Gradients travel in the dtype they accumulate in: fp32 in Megatron and FSDP (reduce_dtype), bf16 in DeepSpeed.
-    const double gradCommBytes = gradientBytes(framework, m_params);
+    const double gradCommBytes = gradientBytes(framework, m_params, c, m_graph->dtype);
 
     PipelineSpec& spec = a->spec;
     spec.schedule = c.pp == 1 ? ScheduleKind::OneFOneB : c.schedule;
@@ -492,7 +493,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
         const double dense = chunk.params.dense;
         const double expert = chunk.params.expert;
         const ParameterMemory resident
-            = parameterMemory(framework, m_params, c, chunk.params, weightBytes, {denseShard, expertShard});
+            = parameterMemory(framework, m_params, c, chunk.params, m_graph->dtype, {denseShard, expertShard});
         chunk.weights = resident.weights;
         chunk.gradients = resident.gradients;
         chunk.optimizer = resident.optimizer;
@@ -529,7 +530,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             const double gather = m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero);
             if (c.zero_stage >= 3) {
                 chunk.shardedDpExposed = shardedDpExposedTime(c, framework, m_params, *m_source, chunk.first,
-                                                              layerDense, costs, denseZero, weightBytes);
+                                                              layerDense, costs, denseZero, m_graph->dtype);
                 stage.forward += chunk.shardedDpExposed.first;
                 stage.backward_input += chunk.shardedDpExposed.second;
                 stage.grad_sync = expertSyncTime;
@@ -551,11 +552,25 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             stage.grad_sync
                 = m_source->collectiveTime(Collective::AllReduce, dense * gradCommBytes, denseSync) + expertSyncTime;
         }
-        stage.grad_sync_overlap = m_params.dp_overlap * (stage.backward_input + stage.backward_weight);
+        stage.grad_sync_overlap = framework.grad_sync_overlaps_backward
+            ? m_params.dp_overlap * (stage.backward_input + stage.backward_weight)
+            : 0;
 
         // The optimizer step streams the rank's (sharded) states once.
         a->optimizerStep[static_cast<std::size_t>(k % c.pp)]
             += sharded(dense, expert, c.zero_stage >= 1) * adamStepBytesPerParam();
+    }
+    if (c.pp > 1 && m_graph->transformer && m_graph->transformer->tied_embeddings) {
+        // Tied input and output embeddings live on the first and the last pipeline rank; after the flush their two
+        // gradients are summed by an all-reduce between those ranks (Megatron finalize_model_grads
+        // _allreduce_word_embedding_grads, DeepSpeed pipe/engine.py _exec_reduce_tied_grads), in the gradient
+        // dtype, once the data-parallel sync is done.
+        const TransformerShape& t = *m_graph->transformer;
+        const double elements = static_cast<double>(t.vocab) * static_cast<double>(t.hidden) / c.tp;
+        const GroupShape ends {2, ppInterNode ? 1 : 2};
+        const double tied = m_source->collectiveTime(Collective::AllReduce, elements * gradCommBytes, ends);
+        spec.stages.front().grad_sync += tied;
+        spec.stages.back().grad_sync += tied;
     }
     for (double& bytes : a->optimizerStep)
         bytes = m_source->memoryTime(bytes);
@@ -694,7 +709,7 @@ CostModel::LayerProfile CostModel::layerProfile(const ParallelConfig& c) const
         const LayerParams p = paramsPerDevice(*m_graph, {&m_layers[l]}, c.tp, c.ep);
         profile.time.push_back(lc.forward + lc.backward_input + lc.backward_weight);
         profile.static_bytes.push_back(
-            parameterMemory(framework, m_params, c, p, weightBytes, {denseShard, expertShard}).total());
+            parameterMemory(framework, m_params, c, p, m_graph->dtype, {denseShard, expertShard}).total());
         profile.stash_bytes.push_back(lc.activation_bytes);
         profile.transient_bytes.push_back(m_params.transient_mem_coef * lc.largest_activation_bytes + lc.working_bytes
                                           + shardedDpWorkingBytes(framework, c, p.dense, weightBytes));

@@ -202,7 +202,16 @@ FrameworkProfile torchtitan()
  * - allgather_bucket_size gathers into the bf16 parameters in place (no extra buffer);
  * - loss: the model's own (Megatron-DeepSpeed: vocab_parallel_cross_entropy on fp32 logits);
  * - the pipeline engine (deepspeed/runtime/pipe/engine.py) runs TrainSchedule (1F1B) only and asserts ZeRO < 2;
- *   no ring context parallelism (DeepSpeed-Ulysses is a different scheme), no FP8 training.
+ *   no ring context parallelism (DeepSpeed-Ulysses is a different scheme), no FP8 training;
+ * - gradient sync after backward, not under it: the pipeline engine's TrainSchedule (pipe/schedule.py) issues
+ *   ReduceTiedGrads and ReduceGrads after the last micro-batch's backward, and without a pipeline stage 1/2 run
+ *   their reduction buckets on the compute stream unless overlap_comm is set (zero/config.py: on by default at
+ *   stage 3 only);
+ * - bf16 with a pipeline: _exec_reduce_grads calls _bf16_reduce_grads, which all-reduces
+ *   optimizer.get_grads_for_reduction(), the BF16_Optimizer's fp32 gradient buffers (runtime/bf16_optimizer.py
+ *   allocates them for the stage's whole flat bf16 group, beside the bf16 .grad); engine.py get_data_types makes
+ *   fp32 the accumulation dtype for bf16 without ZeRO, which is how Megatron-DeepSpeed configures bf16 pipelines
+ *   (ZeRO stage 0; BF16_Optimizer shards the fp32 master weights and Adam states itself, as ZeRO-1).
  */
 FrameworkProfile deepSpeed()
 {
@@ -222,6 +231,8 @@ FrameworkProfile deepSpeed()
     // Each module's fetch waits on its pre-forward hook and on the coordinator's trace (stage3.py
     // fetch_sub_module): host work per parameter group of ~0.5 ms (UNVERIFIED order of magnitude).
     p.sharded_dp_overhead_s = 0.5e-3;
+    p.grad_sync_overlaps_backward = false;
+    p.pipeline_bf16_fp32_grads = true;
     p.schedules = {ScheduleKind::OneFOneB};
     p.pipeline_with_zero23 = false;
     p.context_parallel = false;
@@ -233,7 +244,10 @@ FrameworkProfile deepSpeed()
  * Composer / llm-foundry (FSDP1 through composer.distributed): FULL_SHARD or SHARD_GRAD_OP with mixed precision
  * DEFAULT (composer/distributed/mosaic_parallelism.py get_mixed_precision: param_dtype = the autocast dtype,
  * reduce_dtype float32), so sharded flat parameters stay fp32 like FSDP2; limit_all_gathers keeps two blocks'
- * unsharded parameters live. Loss: F.cross_entropy on fp32 logits (llm-foundry compute_loss_from_logits).
+ * unsharded parameters live. Loss: llm-foundry's ComposerMPTCausalLM builds loss_fn from model.loss_fn, default
+ * 'fused_crossentropy' = flash_attn.losses.cross_entropy.CrossEntropyLoss (xentropy_cuda): forward takes the 16-bit
+ * logits as they are and saves them with an fp32 log-sum-exp per row; backward writes a 16-bit gradient of the same
+ * shape. No fp32 copy of the logits exists: 2 B per logit saved (the logits), 2 B working (their gradient).
  * No pipeline or ring context parallelism; llm-foundry's benchmarks run FSDP only.
  */
 FrameworkProfile composer()
@@ -248,6 +262,8 @@ FrameworkProfile composer()
     p.context_parallel = false;
     p.expert_parallel = false;
     p.tensor_parallel = false;
+    p.loss_saved_bytes_per_logit = 2;
+    p.loss_working_bytes_per_logit = 2;
     p.fragmentation = 1.10;
     return p;
 }

@@ -419,8 +419,9 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         cost.flops += fwdFlops + bwdInputFlops + bwdWeightFlops;
 
         if (op.kind == OpKind::Loss && !op.inputs.empty()) {
-            // Every framework computes cross-entropy on an fp32 copy of the logits and saves the fp32 softmax
-            // (framework_profile.cpp cites each): the 16-bit logits are not what backward keeps.
+            // What the loss saves and holds while it runs is the framework's (framework_profile.cpp cites each):
+            // an fp32 softmax in place of the 16-bit logits (Megatron, torchtitan) or the logits themselves (fused
+            // cross-entropy, llm-foundry).
             const Tensor& logitsTensor = graph.tensor(op.inputs.front());
             const double logits = bytesOf(op.inputs.front()) / std::max(1, dtypeBytes(logitsTensor.dtype));
             lossSavedBytes += logits * layout.loss_saved_bytes_per_logit;

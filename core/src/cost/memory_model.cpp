@@ -5,9 +5,16 @@
 
 namespace shardscape {
 
-double gradientBytes(const FrameworkProfile& f, const CostParams& params)
+bool pipelineFp32Grads(const FrameworkProfile& f, const ParallelConfig& c, DType dtype)
 {
-    return f.framework == Framework::Generic ? params.grad_bytes : f.grad_bytes;
+    return f.pipeline_bf16_fp32_grads && c.pp > 1 && c.zero_stage <= 1 && dtype == DType::BF16;
+}
+
+double gradientBytes(const FrameworkProfile& f, const CostParams& params, const ParallelConfig& c, DType dtype)
+{
+    if (f.framework == Framework::Generic)
+        return params.grad_bytes;
+    return pipelineFp32Grads(f, c, dtype) ? 4 : f.grad_bytes;
 }
 
 bool keepsUnshardedCopies(const FrameworkProfile& f, const ParallelConfig& c)
@@ -16,8 +23,9 @@ bool keepsUnshardedCopies(const FrameworkProfile& f, const ParallelConfig& c)
 }
 
 ParameterMemory parameterMemory(const FrameworkProfile& f, const CostParams& params, const ParallelConfig& c,
-                                const LayerParams& p, double weightBytes, ShardDivisors shard)
+                                const LayerParams& p, DType dtype, ShardDivisors shard)
 {
+    const double weightBytes = dtypeBytes(dtype);
     const double whole = p.dense + p.expert;
     const double sharded = p.dense / shard.dense + p.expert / shard.expert;
     const auto per = [&](bool isSharded) { return isSharded ? sharded : whole; };
@@ -38,7 +46,9 @@ ParameterMemory parameterMemory(const FrameworkProfile& f, const CostParams& par
         return m;
     }
     m.weights = weightBytes * per(c.zero_stage >= 3);
-    if (c.zero_stage >= 2)
+    if (pipelineFp32Grads(f, c, dtype))
+        m.gradients = (f.grad_bytes + 4) * whole; // the bf16 .grad and the fp32 accumulation buffer
+    else if (c.zero_stage >= 2)
         m.gradients = (f.grad_bytes + f.fp32_grad_partition_bytes) * sharded;
     else if (c.zero_stage == 1)
         m.gradients = f.grad_bytes * whole + f.fp32_grad_partition_bytes * (f.zero1_full_grad_buffer ? whole : sharded);

@@ -6,6 +6,7 @@
 #include "shardscape/cost/layer_cost.h"
 #include "shardscape/cost/memory.h"
 #include "shardscape/cost/parallel_config.h"
+#include "shardscape/model/dtype.h"
 
 namespace shardscape {
 
@@ -17,7 +18,11 @@ struct ShardDivisors
 };
 
 /** Bytes per gradient element as the framework accumulates and reduces them (Generic: CostParams::grad_bytes). */
-double gradientBytes(const FrameworkProfile& profile, const CostParams& params);
+double gradientBytes(const FrameworkProfile& profile, const CostParams& params, const ParallelConfig& c, DType dtype);
+
+/** bf16 pipeline training through an optimizer with fp32 gradient buffers for the whole stage (DeepSpeed's
+    BF16_Optimizer, which its pipeline engine requires for bf16 at ZeRO < 2). */
+bool pipelineFp32Grads(const FrameworkProfile& profile, const ParallelConfig& c, DType dtype);
 
 /** FSDP keeps every block's 16-bit unsharded copy from forward to backward: ZeRO-2 (reshard_after_forward=False),
     and torchtitan under pipeline parallelism (apply_fsdp turns resharding after forward off). */
@@ -38,7 +43,7 @@ struct ParameterMemory
  * (buckets) are not included: see fixedBufferBytes.
  */
 ParameterMemory parameterMemory(const FrameworkProfile& profile, const CostParams& params, const ParallelConfig& c,
-                                const LayerParams& p, double weightBytes, ShardDivisors shard);
+                                const LayerParams& p, DType dtype, ShardDivisors shard);
 
 /** Bytes of a rank's buffers that do not scale with its parameters (DeepSpeed's reduce buckets). */
 double fixedBufferBytes(const FrameworkProfile& profile, const ParallelConfig& c);

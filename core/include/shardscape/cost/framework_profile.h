@@ -122,6 +122,12 @@ struct FrameworkProfile
     bool zero3_regather_for_recompute = false;
     /** Host-side overhead per sharded-DP collective (hooks, stream waits, launches), seconds. */
     double sharded_dp_overhead_s = 0;
+    /** ZeRO-0/1/2 gradient buckets are reduced on a side stream while backward still runs (Megatron's
+        overlap_grad_reduce, DDP's and FSDP's hooks); false where they run after backward or on its stream. */
+    bool grad_sync_overlaps_backward = true;
+    /** 16-bit bf16 training under pipeline parallelism goes through an optimizer that accumulates every gradient
+        of the stage in fp32 and reduces those fp32 buffers (DeepSpeed's BF16_Optimizer). */
+    bool pipeline_bf16_fp32_grads = false;
 
     // --- context parallelism (framework_profile.cpp cites the implementation) ----------------------------------
     CpComm cp_comm = CpComm::P2PRing;
