@@ -10,6 +10,7 @@
 #include "shardscape/plan/plan_file.h"
 #include "shardscape/plan/result_json.h"
 #include "shardscape/profile/profile_cost_source.h"
+#include "shardscape/search/planner.h"
 #include "shardscape/sim/chrome_trace.h"
 #include "shardscape/support/atomic_file.h"
 #include "shardscape/support/error.h"
@@ -454,7 +455,16 @@ int runSimulate(const SimulateOptions& given)
     std::ostream& notes = o.json == "-" || o.trace == "-" ? std::cerr : std::cout;
     for (const auto& note : costs.profile.notes)
         notes << "profile: " << note << '\n';
-    const CostModel model(graph, cluster, CostParams {}, costs.source);
+    // The same layers and tensor-parallel roles as `plan` gives the model, so a plan's winner simulates as it was
+    // ranked (ONNX graphs without repeated module paths, or without TP roles, included).
+    const PlannerConfig planning;
+    std::string layerNote, rolesNote;
+    std::vector<Layer> layers = planningLayers(*graph, planning, &layerNote);
+    const auto shared = withShardingRoles(graph, layers, cluster, CostParams {}, planning, &rolesNote);
+    for (const auto* note : {&layerNote, &rolesNote})
+        if (!note->empty())
+            notes << *note << '\n';
+    const CostModel model(shared, cluster, CostParams {}, costs.source, std::move(layers));
 
     ParallelConfig config;
     config.tp = o.tp;

@@ -195,6 +195,79 @@ private slots:
 #endif
     }
 
+    void deepStacksKeepTheirShapes_data()
+    {
+        QTest::addColumn<QString>("onnxFile");
+        QTest::addColumn<int>("blocks");
+        QTest::addColumn<int>("hidden");
+        QTest::newRow("gpt 6 blocks") << QString("gpt_6block.onnx") << 6 << 64;
+        QTest::newRow("llama gqa 5 blocks") << QString("llama_5block.onnx") << 5 << 64;
+    }
+
+    /**
+     * torch.onnx.export at opset 14 with dynamic axes: every block's reshapes read shapes computed from the block
+     * before, so shapes must be settled block after block (three passes used to stop after the third block and
+     * the FLOPs decayed from there). Identical blocks cost the same, and each block's matrix products are
+     * 2 x weights x tokens plus the eager attention's QK^T and AV (2 x 2 x s^2 x h per sequence) within 2%.
+     */
+    void deepStacksKeepTheirShapes()
+    {
+#ifdef SHARDSCAPE_HAVE_ONNX
+        QFETCH(QString, onnxFile);
+        QFETCH(int, blocks);
+        QFETCH(int, hidden);
+        const int seq = 256;
+        const ModelGraph graph = loadOnnxModel(kData / onnxFile.toStdString(), options(1, seq));
+        const auto layers = layersByModule(graph);
+        QCOMPARE(countBlocks(layers), blocks);
+        const Layer* first = nullptr;
+        for (const auto& layer : layers) {
+            if (layer.kind != LayerKind::Block)
+                continue;
+            if (!first)
+                first = &layer;
+            QVERIFY2(relativeDifference(layer.flops_fwd, first->flops_fwd) < 1e-9, layer.name.c_str());
+            double weights = 0, products = 0;
+            for (const auto id : layer.ops) {
+                const Op& op = graph.op(id);
+                for (const auto p : op.params)
+                    if (graph.tensor(p).shape.size() == 2)
+                        weights += static_cast<double>(graph.tensor(p).elements());
+                if (op.kind == OpKind::Linear || op.kind == OpKind::MatMul || op.kind == OpKind::AttentionScore
+                    || op.kind == OpKind::AttentionContext)
+                    products += op.flops_fwd;
+            }
+            const double closedForm = 2 * weights * seq + 4.0 * seq * seq * hidden;
+            QVERIFY2(relativeDifference(products, closedForm) < 0.02,
+                     (layer.name + ": " + std::to_string(products) + " vs " + std::to_string(closedForm)).c_str());
+        }
+#endif
+    }
+
+    void everyAcceptedModelPlans_data()
+    {
+        QTest::addColumn<QString>("onnxFile");
+        for (const char* file : {"gpt_tiny.onnx", "llama_tiny.onnx", "llama_tiny_generic.onnx", "fused_ops.onnx",
+                                 "matmul_shapes.onnx", "gpt_6block.onnx", "llama_5block.onnx"})
+            QTest::newRow(file) << QString(file);
+    }
+
+    /** Every ONNX file the importer accepts plans (a rank-0 product or an unshaped operand once crashed it). */
+    void everyAcceptedModelPlans()
+    {
+#ifdef SHARDSCAPE_HAVE_ONNX
+        QFETCH(QString, onnxFile);
+        Problem problem;
+        problem.graph = std::make_shared<const ModelGraph>(loadOnnxModel(kData / onnxFile.toStdString(), options()));
+        problem.cluster = loadCluster("h100-sxm", 1, 8);
+        problem.global_batch = 16;
+        QuietProgress progress;
+        const PlanResult result = plan(problem, PlannerConfig {}, progress);
+        QVERIFY(!result.top.empty());
+        QVERIFY(result.top.front().step_time > 0);
+#endif
+    }
+
     /** What the exports become: fused norms, attention cores under ".core", the tied head found. */
     void opsAndModules()
     {

@@ -73,8 +73,9 @@ Gemm gemmOf(const ModelGraph& graph, const Op& op, double flops, int tp)
         }
     } else if (!op.outputs.empty()) {
         // Activation @ activation (attention scores or context): batched GEMMs with a square-ish shape.
+        // A vector product's output is a scalar (rank 0): no dimension to read, the fallback below applies.
         const auto& shape = graph.tensor(op.outputs.front()).shape;
-        g.n = static_cast<double>(shape.back());
+        g.n = shape.empty() ? 0 : static_cast<double>(shape.back());
         g.k = static_cast<double>(shape.size() >= 2 ? shape[shape.size() - 2] : 1);
     }
     if (g.n <= 0 || g.k <= 0) {

@@ -1307,7 +1307,14 @@ private:
         auto* graph = m_model.mutable_graph();
         const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> original = graph->value_info();
         bool ok = inferShapesOnce();
-        for (int pass = 0; pass < 3; ++pass) {
+        // Each pass settles the shape arithmetic of one more block (block n's Shape nodes read block n-1's
+        // Reshape outputs, known only after its shape operands were folded), so a stack of blocks needs about one
+        // pass per block: go on while a pass learns something. Every pass replaces at least one operand by a
+        // constant, so there are at most as many as there are node inputs.
+        std::size_t inputs = 0;
+        for (const auto& node : graph->node())
+            inputs += static_cast<std::size_t>(node.input_size());
+        for (std::size_t pass = 0; pass < inputs; ++pass) {
             if (everyOutputShaped() || foldStaticOperands(knownShapes()) == 0)
                 break;
             *graph->mutable_value_info() = original;

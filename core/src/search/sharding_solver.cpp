@@ -727,7 +727,8 @@ private:
         if (op.params.empty() || op.inputs.empty() || op.outputs.empty())
             return nullptr;
         const Tensor& w = m_graph.tensor(op.params[0]);
-        if (w.shape.size() != 2)
+        // An operand whose shape the importer could not infer has no last dimension to match.
+        if (w.shape.size() != 2 || shape(op.inputs[0]).empty() || shape(op.outputs[0]).empty())
             return nullptr;
         const auto in = shape(op.inputs[0]).back();
         const auto out = shape(op.outputs[0]).back();
@@ -799,7 +800,7 @@ private:
         switch (op.kind) {
         case OpKind::Linear:
         case OpKind::MoeRouter: {
-            if (op.inputs.empty() || op.outputs.empty())
+            if (op.inputs.empty() || op.outputs.empty() || shape(op.inputs[0]).empty() || shape(op.outputs[0]).empty())
                 return 1;
             const double in = static_cast<double>(shape(op.inputs[0]).back());
             const double out = static_cast<double>(shape(op.outputs[0]).back());

@@ -16,6 +16,9 @@ Needs Debian's python3-torch (1.13) and python3-onnx (1.12): run it with /usr/bi
   external_dotdot.onnx       An initializer whose external-data location climbs out with ".." (must be rejected).
   fused_ops.onnx             com.microsoft Attention (with its q/k/v weight) and SkipLayerNormalization as ONNX
                              Runtime's optimizer writes them, and a custom com.example:FancyOp (kept as unknown).
+  gpt_6block.onnx            The GPT-2 style model with 6 identical blocks, exported as users do: opset 14 (no
+                             LayerNormalization op, so norms are decomposed), dynamic batch and sequence axes.
+  llama_5block.onnx          The Llama style model (GQA) with 5 blocks, opset 14, dynamic axes.
 
 *.config.json describe the same architectures as Hugging Face configs, so the HF builder can build them too.
 Every model takes input_ids and labels [batch, sequence] (symbolic) and returns the mean cross-entropy loss.
@@ -237,10 +240,10 @@ def randomize(model):
             p.normal_(0.0, 0.02)
 
 
-def export(model, path, constant_folding=True):
+def export(model, path, constant_folding=True, opset=OPSET):
     model.eval()
     ids = torch.randint(0, VOCAB, (2, SEQ))
-    torch.onnx.export(model, (ids, ids), path, opset_version=OPSET, input_names=["input_ids", "labels"],
+    torch.onnx.export(model, (ids, ids), path, opset_version=opset, input_names=["input_ids", "labels"],
                       output_names=["loss"], do_constant_folding=constant_folding,
                       dynamic_axes={"input_ids": {0: "batch", 1: "sequence"}, "labels": {0: "batch", 1: "sequence"}})
 
@@ -324,6 +327,17 @@ def fused_model():
     onnx.save(helper.make_model(graph, opset_imports=opsets), os.path.join(HERE, "fused_ops.onnx"))
 
 
+def block_stacks():
+    """Deeper stacks exported at opset 14: every block must cost the same as the first."""
+    torch.manual_seed(1)
+    gpt = GptLMHeadModel(dict(GPT, layers=6))
+    randomize(gpt)
+    export(gpt, os.path.join(HERE, "gpt_6block.onnx"), opset=14)
+    llama = LlamaForCausalLM(dict(LLAMA, layers=5))
+    randomize(llama)
+    export(llama, os.path.join(HERE, "llama_5block.onnx"), opset=14)
+
+
 def main():
     torch.manual_seed(0)
     gpt = GptLMHeadModel(GPT)
@@ -353,6 +367,7 @@ def main():
 
     small_models()
     fused_model()
+    block_stacks()
 
 
 if __name__ == "__main__":
