@@ -31,10 +31,24 @@ void printSummary(const ModelSummary& s, const ModelGraph& graph)
         std::cout << "  (" << t.family << ", " << t.num_layers << " decoder layers, hidden " << t.hidden << ", "
                   << t.num_heads << " heads / " << t.num_kv_heads << " KV, ffn " << t.ffn_hidden << ", vocab "
                   << t.vocab;
-        if (t.num_experts)
+        if (t.num_experts) {
             std::cout << ", " << t.num_experts << " experts top-" << t.top_k;
+            if (t.shared_expert_ffn > 0)
+                std::cout << " + shared " << t.shared_expert_ffn;
+            if (t.first_dense_layers > 0 || t.moe_layer_step > 1)
+                std::cout << ", dense MLP " << (t.dense_ffn_hidden > 0 ? t.dense_ffn_hidden : t.ffn_hidden);
+        }
+        if (t.kv_lora_rank > 0)
+            std::cout << ", MLA kv_lora " << t.kv_lora_rank << " q_lora " << t.q_lora_rank;
+        if (t.attention_window > 0) {
+            std::cout << ", window " << t.attention_window;
+            if (t.global_layer_every > 0)
+                std::cout << " (global every " << t.global_layer_every << ")";
+        }
         std::cout << ")";
     }
+    for (const auto& note : graph.load_notes)
+        std::cout << "\nnote: " << note;
     std::cout << "\nParameters " << scientific(s.params, 2) << " (" << siCount(s.params) << ")";
     if (s.active_params < s.params)
         std::cout << ", active per token " << scientific(s.active_params, 2) << " (" << siCount(s.active_params) << ")";

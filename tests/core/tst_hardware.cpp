@@ -81,8 +81,8 @@ class TestHardware : public QObject
 private Q_SLOTS:
     void presetNamesAreSorted()
     {
-        const std::vector<std::string> expected {"a100-40g", "a100-80g", "b200",   "h100-pcie", "h100-sxm",
-                                                 "h200",     "l40s",     "mi300x", "rtx4090"};
+        const std::vector<std::string> expected {"a100-40g", "a100-80g", "b200", "h100-pcie", "h100-sxm",
+                                                 "h200",     "h800",     "l40s", "mi300x",    "rtx4090"};
         QCOMPARE(devicePresetNames(), expected);
     }
 

@@ -111,6 +111,11 @@ private slots:
     void presetParams();
     void gpt2ExactParams();
     void mixtralActiveParams();
+    void frontierParams_data();
+    void frontierParams();
+    void frontierShapes();
+    void slidingWindowCostsTheWindow();
+    void unknownModelTypeIsBuiltWithANote();
     void presetShapes();
     void matmulFlopsClosedForm_data();
     void matmulFlopsClosedForm();
@@ -178,6 +183,152 @@ void TestModelBuilders::mixtralActiveParams()
     // Exactly: everything but the experts, plus 2 of 8 experts' 3 matrices per layer.
     const double experts = 32.0 * 8 * 3 * 4096 * 14336;
     QCOMPARE(active, g.paramCount() - experts + experts * 2 / 8);
+}
+
+void TestModelBuilders::frontierParams_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QByteArray>("patch"); // applied to the preset (JSON merge patch); {} = the preset itself
+    QTest::addColumn<double>("total");
+    QTest::addColumn<double>("active");
+    QTest::addColumn<double>("tolerance");
+    // Published totals / active counts (model cards, the DeepSeek-V3 report), rounded by their authors to the
+    // digits given: the tolerance is 0.5% or the rounding, whichever is larger. activeParamCount counts every
+    // weight a token touches; DeepSeek and OpenAI leave the input embedding table out of "activated" (a lookup
+    // reads one row), Qwen and Meta keep it: a negative active figure below is compared without the table.
+    QTest::newRow("deepseek-v3") << "deepseek-v3" << QByteArray("{}") << 671e9 << -37e9 << 0.015;
+    QTest::newRow("qwen3-8b") << "qwen3-8b" << QByteArray("{}") << 8.19e9 << 0.0 << 0.005;
+    QTest::newRow("qwen3-32b") << "qwen3-32b" << QByteArray("{}") << 32.8e9 << 0.0 << 0.005;
+    QTest::newRow("qwen3-30b-a3b") << "qwen3-30b-a3b" << QByteArray("{}") << 30.5e9 << 3.3e9 << 0.016;
+    QTest::newRow("qwen3-235b-a22b") << "qwen3-235b-a22b" << QByteArray("{}") << 235e9 << 22e9 << 0.01;
+    QTest::newRow("gemma3-27b") << "gemma3-27b" << QByteArray("{}") << 27.0e9 << 0.0 << 0.005;
+    // Llama 4 Scout's 109B includes the vision encoder (not built): the text decoder is 107.8B; 17B active.
+    QTest::newRow("llama4-scout") << "llama4-scout" << QByteArray("{}") << 107.8e9 << 17e9 << 0.01;
+    // Family configs as published (model cards' totals).
+    QTest::newRow("qwen1.5-moe-a2.7b (qwen2_moe)")
+        << "qwen3-8b"
+        << QByteArray(R"({"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"], "head_dim": null,
+            "hidden_size": 2048, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+            "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4,
+            "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 151936,
+            "max_position_embeddings": 8192, "decoder_sparse_step": 1})")
+        << 14.3e9 << 2.7e9 << 0.01;
+    QTest::newRow("deepseek-v2-lite")
+        << "deepseek-v3"
+        << QByteArray(R"({"model_type": "deepseek_v2", "architectures": ["DeepseekV2ForCausalLM"], "hidden_size": 2048,
+            "intermediate_size": 10944, "moe_intermediate_size": 1408, "n_routed_experts": 64, "n_shared_experts": 2,
+            "num_experts_per_tok": 6, "first_k_dense_replace": 1, "num_hidden_layers": 27, "num_attention_heads": 16,
+            "num_key_value_heads": 16, "q_lora_rank": null, "vocab_size": 102400, "num_nextn_predict_layers": null})")
+        << 15.7e9 << -2.4e9 << 0.021;
+    QTest::newRow("phi-3-mini (phi3)")
+        << "qwen3-8b" << QByteArray(R"({"model_type": "phi3", "architectures": ["Phi3ForCausalLM"], "head_dim": null,
+            "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 32, "vocab_size": 32064, "max_position_embeddings": 4096, "sliding_window": 2047})")
+        << 3.82e9 << 0.0 << 0.005;
+    QTest::newRow("gemma-2-9b (gemma2)")
+        << "qwen3-8b" << QByteArray(R"({"model_type": "gemma2", "architectures": ["Gemma2ForCausalLM"], "head_dim": 256,
+            "hidden_size": 3584, "intermediate_size": 14336, "num_hidden_layers": 42, "num_attention_heads": 16,
+            "num_key_value_heads": 8, "vocab_size": 256000, "max_position_embeddings": 8192, "sliding_window": 4096,
+            "tie_word_embeddings": null})")
+        << 9.24e9 << 0.0 << 0.005;
+    // gpt-oss-120b: 116.8B total, 5.1B active (model card).
+    QTest::newRow("gpt-oss-120b")
+        << "qwen3-8b" << QByteArray(R"({"model_type": "gpt_oss", "architectures": ["GptOssForCausalLM"], "head_dim": 64,
+            "hidden_size": 2880, "intermediate_size": 2880, "num_local_experts": 128, "num_experts_per_tok": 4,
+            "num_hidden_layers": 36, "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 201088,
+            "max_position_embeddings": 131072, "sliding_window": 128, "attention_bias": true})")
+        << 116.8e9 << -5.13e9 << 0.005;
+}
+
+void TestModelBuilders::frontierParams()
+{
+    QFETCH(QString, name);
+    QFETCH(QByteArray, patch);
+    QFETCH(double, total);
+    QFETCH(double, active);
+    QFETCH(double, tolerance);
+    json config = preset(name.toStdString());
+    config.merge_patch(json::parse(patch.toStdString()));
+    BuildOptions options;
+    options.seq_len = 128;
+    const ModelGraph g = buildFromHfConfig(config, options, name.toStdString());
+    QVERIFY2(std::fabs(g.paramCount() / total - 1) < tolerance,
+             qPrintable(QStringLiteral("total %1 vs %2").arg(g.paramCount(), 0, 'g', 6).arg(total)));
+    double embedding = 0;
+    for (const auto& tensor : g.tensors())
+        if (tensor.is_param && tensor.name == "model.embed_tokens.weight")
+            embedding = static_cast<double>(tensor.elements());
+    const double counted = active < 0 ? g.activeParamCount() - embedding : g.activeParamCount();
+    // Active counts are published to two significant digits: half of the last one, plus 0.5%.
+    const double digit = std::pow(10.0, std::floor(std::log10(std::fabs(active + 1))) - 1);
+    const double activeTolerance = 0.005 + 0.5 * digit / std::fabs(active + 1);
+    if (active != 0)
+        QVERIFY2(std::fabs(counted / std::fabs(active) - 1) < activeTolerance,
+                 qPrintable(QStringLiteral("active %1 vs %2").arg(counted, 0, 'g', 6).arg(std::fabs(active))));
+}
+
+void TestModelBuilders::frontierShapes()
+{
+    // DeepSeek-V3: one MLA layer's weights in closed form (q_a, q_a_norm, q_b, kv_a, kv_a_norm, kv_b, o).
+    const TransformerShape t = parseHfConfig(preset("deepseek-v3"), "deepseek-v3");
+    QCOMPARE(t.kv_lora_rank, 512);
+    QCOMPARE(t.first_dense_layers, 3);
+    QCOMPARE(t.shared_expert_ffn, 2048);
+    QCOMPARE(t.dense_ffn_hidden, 18432);
+    QVERIFY(!t.isMoeLayer(2) && t.isMoeLayer(3) && t.isMoeLayer(60));
+    const ModelGraph g = buildPreset("deepseek-v3", 1, 128);
+    double attention = 0;
+    for (const auto& tensor : g.tensors())
+        if (tensor.is_param && tensor.name.starts_with("model.layers.0.self_attn."))
+            attention += static_cast<double>(tensor.elements());
+    const double mla = 7168.0 * 1536 + 1536 + 1536.0 * 128 * 192 + 7168.0 * (512 + 64) + 512 + 512.0 * 128 * 256
+        + 128.0 * 128 * 7168;
+    QCOMPARE(attention, mla);
+    // Qwen3-MoE: every layer routed; Llama 4 Scout: a shared expert beside 16 routed ones.
+    QVERIFY(parseHfConfig(preset("qwen3-30b-a3b"), "q").isMoeLayer(0));
+    const TransformerShape scout = parseHfConfig(preset("llama4-scout"), "scout");
+    QCOMPARE(scout.num_experts, 16);
+    QCOMPARE(scout.shared_expert_ffn, 8192);
+    QCOMPARE(scout.attention_window, 8192);
+    QCOMPARE(scout.global_layer_every, 4);
+}
+
+void TestModelBuilders::slidingWindowCostsTheWindow()
+{
+    // Gemma 3 at 8k tokens: five of every six layers attend 1,024 keys, the sixth all 8,192; the attention
+    // kernel's FLOPs are 4 x s x keys x heads x head_dim per sequence (non-causal count).
+    const ModelGraph g = buildPreset("gemma3-27b", 1, 8192);
+    const double perKey = 4.0 * 8192 * 32 * 128;
+    int local = 0, global = 0;
+    for (const auto& op : g.ops()) {
+        if (op.kind != OpKind::FlashAttention)
+            continue;
+        if (op.flops_fwd == perKey * 1024)
+            ++local;
+        else if (op.flops_fwd == perKey * 8192)
+            ++global;
+        else
+            QFAIL(qPrintable(QStringLiteral("%1: %2 FLOPs").arg(QString::fromStdString(op.name)).arg(op.flops_fwd)));
+    }
+    QCOMPARE(global, 62 / 6);
+    QCOMPARE(local, 62 - 62 / 6);
+}
+
+void TestModelBuilders::unknownModelTypeIsBuiltWithANote()
+{
+    // A causal LM whose model_type this reader does not know, with the standard fields: built, and the note says
+    // what was assumed. An encoder with the same fields is refused.
+    json config = preset("llama3-8b");
+    config["model_type"] = "acme_lm";
+    config["architectures"] = {"AcmeForCausalLM"};
+    const ModelGraph g = buildFromHfConfig(config, {}, "acme");
+    QVERIFY(std::fabs(g.paramCount() / buildPreset("llama3-8b").paramCount() - 1) < 1e-12);
+    QCOMPARE(g.load_notes.size(), std::size_t(1));
+    QVERIFY(g.load_notes.front().find("acme_lm") != std::string::npos);
+    QVERIFY(g.load_notes.front().find("SwiGLU") != std::string::npos);
+    config["architectures"] = {"AcmeForMaskedLM"};
+    QVERIFY(errorOf([&] { buildFromHfConfig(config, {}, "acme"); }).find("not a causal language model")
+            != std::string::npos);
 }
 
 void TestModelBuilders::presetShapes()
@@ -719,7 +870,15 @@ void TestModelBuilders::configErrors_data()
     QTest::newRow("bad dropout") << "gpt2" << QByteArray(R"({"attn_pdrop": 1.5})") << "attn_pdrop";
     QTest::newRow("bad rope_scaling") << "llama2-7b" << QByteArray(R"({"rope_scaling": 8})") << "rope_scaling";
     QTest::newRow("bad n_inner") << "gpt2" << QByteArray(R"({"n_inner": 0})") << "n_inner";
-    QTest::newRow("unsupported model_type") << "llama2-7b" << QByteArray(R"({"model_type": "bert"})") << "qwen2";
+    QTest::newRow("unsupported model_type")
+        << "llama2-7b" << QByteArray(R"({"model_type": "bert", "architectures": ["BertForMaskedLM"]})") << "qwen2";
+    QTest::newRow("unknown type without decoder fields")
+        << "llama2-7b" << QByteArray(R"({"model_type": "mamba", "intermediate_size": null})") << "intermediate_size";
+    QTest::newRow("mla without rope dim")
+        << "deepseek-v3" << QByteArray(R"({"qk_rope_head_dim": null})") << "qk_rope_head_dim";
+    QTest::newRow("deepseek top_k > experts")
+        << "deepseek-v3" << QByteArray(R"({"num_experts_per_tok": 300})") << "num_experts_per_tok";
+    QTest::newRow("text_config not an object") << "gemma3-27b" << QByteArray(R"({"text_config": 3})") << "text_config";
     QTest::newRow("model_type not a string") << "llama2-7b" << QByteArray(R"({"model_type": 7})") << "model_type";
     QTest::newRow("unsupported architecture")
         << "llama2-7b" << QByteArray(R"({"model_type": null, "architectures": ["BertModel"]})") << "BertModel";

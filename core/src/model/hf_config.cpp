@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Reads a Hugging Face config.json (GPT-2 and the Llama family) into a TransformerShape.
-// Field names and defaults follow transformers' configuration_{gpt2,llama,mistral,mixtral,qwen2}.py.
+// Reads a Hugging Face config.json into a TransformerShape: GPT-2, the Llama family and the 2025-26 families
+// (Qwen2-MoE, Qwen3, Qwen3-MoE, DeepSeek-V2/V3, Gemma 2/3, Phi-3, Llama 4, gpt-oss). Field names and defaults follow
+// transformers' configuration_<model_type>.py of each; an unknown model_type with the standard decoder fields is
+// built from them, with a note naming what was assumed.
 #include "shardscape/model/hf_config.h"
 
 #include "shardscape/support/error.h"
@@ -10,7 +12,9 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 namespace shardscape {
 
@@ -35,12 +39,24 @@ constexpr std::int64_t kMaxFfn = 100'000'000;
 constexpr std::int64_t kMaxPositions = 1'000'000'000;
 constexpr std::int64_t kMaxExperts = 4096;
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kArchitectures {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kArchitectures {{
     {"GPT2LMHeadModel", "gpt2"},
     {"LlamaForCausalLM", "llama"},
     {"MistralForCausalLM", "mistral"},
     {"MixtralForCausalLM", "mixtral"},
     {"Qwen2ForCausalLM", "qwen2"},
+    {"Qwen2MoeForCausalLM", "qwen2_moe"},
+    {"Qwen3ForCausalLM", "qwen3"},
+    {"Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"DeepseekV2ForCausalLM", "deepseek_v2"},
+    {"DeepseekV3ForCausalLM", "deepseek_v3"},
+    {"Gemma2ForCausalLM", "gemma2"},
+    {"Gemma3ForConditionalGeneration", "gemma3"},
+    {"Gemma3ForCausalLM", "gemma3_text"},
+    {"Phi3ForCausalLM", "phi3"},
+    {"Llama4ForConditionalGeneration", "llama4"},
+    {"Llama4ForCausalLM", "llama4_text"},
+    {"GptOssForCausalLM", "gpt_oss"},
 }};
 
 std::string supportedList()
@@ -69,6 +85,7 @@ struct ParsedConfig
     bool qkvBias = false;
     bool outBias = false;
     bool mlpBias = false;
+    std::vector<std::string> notes; ///< what was assumed or left out (shown by inspect and plan)
 };
 
 /** Typed, range-checked access to config fields; every error names the field and the origin. */
@@ -110,6 +127,47 @@ public:
             return std::nullopt;
         return positive(key, max);
     }
+
+    /** A count that may be 0 (first_k_dense_replace, n_shared_experts); absent or null = fallback. */
+    std::int64_t count(const char* key, std::int64_t max, std::int64_t fallback) const
+    {
+        if (isUnset(key))
+            return fallback;
+        const json& v = m_config.at(key);
+        if (v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() == 0)
+            return 0;
+        return positive(key, max);
+    }
+
+    /** The per-layer attention kinds of newer configs ("sliding_attention" / "full_attention"), if listed. */
+    std::vector<std::string> layerTypes() const
+    {
+        std::vector<std::string> types;
+        if (isUnset("layer_types"))
+            return types;
+        const json& v = m_config.at("layer_types");
+        if (!v.is_array())
+            fail(cat("'layer_types' must be an array of strings, got ", brief(v)), "copy the config.json unchanged");
+        for (const auto& e : v) {
+            if (!e.is_string())
+                fail("'layer_types' must hold strings", "e.g. [\"sliding_attention\", \"full_attention\"]");
+            types.push_back(e.get<std::string>());
+        }
+        return types;
+    }
+
+    /** A non-empty JSON array (mlp_only_layers, no_rope_layers), or its size 0 when absent. */
+    std::size_t arraySize(const char* key) const
+    {
+        if (isUnset(key))
+            return 0;
+        const json& v = m_config.at(key);
+        if (!v.is_array())
+            fail(cat("'", key, "' must be an array, got ", brief(v)), "copy the config.json unchanged");
+        return v.size();
+    }
+
+    const json& raw() const { return m_config; }
 
     bool flag(const char* key, bool fallback) const
     {
@@ -196,12 +254,8 @@ private:
 /** model_type, or architectures[0] when there is none. */
 std::string modelFamily(const json& config, const ConfigReader& r)
 {
-    if (const auto type = r.text("model_type")) {
-        if (!knownModelType(*type))
-            r.fail(cat("unsupported model_type '", *type, "'"),
-                   cat(supportedList(), "; for other models load an ONNX export or a native graph .json"));
-        return *type;
-    }
+    if (const auto type = r.text("model_type"))
+        return *type; // an unknown one is built from its standard decoder fields (parseStandardDecoder)
     if (r.isUnset("architectures"))
         r.fail("neither 'model_type' nor 'architectures' is set",
                cat("is this a Hugging Face config.json? ", supportedList()));
@@ -260,18 +314,27 @@ ParsedConfig parseGpt2(const ConfigReader& r)
     return c;
 }
 
+void localAttention(const ConfigReader& r, ParsedConfig& c, std::int64_t globalEvery,
+                    const char* key = "sliding_window");
+
+/** The sizes every LlamaConfig-style config names alike (DeepSeek's too). */
+void readDecoderSizes(const ConfigReader& r, TransformerShape& t, const std::string& family)
+{
+    t.family = family;
+    t.hidden = r.required("hidden_size", kMaxHidden, "the model width");
+    t.ffn_hidden = r.required("intermediate_size", kMaxFfn, "the (dense) MLP's inner size");
+    t.num_layers = r.required("num_hidden_layers", kMaxLayers, "the number of decoder layers");
+    t.num_heads = r.required("num_attention_heads", kMaxHeads, "the number of query heads");
+    t.vocab = r.required("vocab_size", kMaxVocab, "the vocabulary size");
+    t.max_positions = r.required("max_position_embeddings", kMaxPositions, "the trained context length");
+}
+
 /** Llama, Mistral, Mixtral and Qwen2 share LlamaConfig's names. */
 ParsedConfig parseLlamaFamily(const ConfigReader& r, const std::string& family)
 {
     ParsedConfig c;
     TransformerShape& t = c.shape;
-    t.family = family;
-    t.hidden = r.required("hidden_size", kMaxHidden, "the model width");
-    t.ffn_hidden = r.required("intermediate_size", kMaxFfn, "the MLP's inner size");
-    t.num_layers = r.required("num_hidden_layers", kMaxLayers, "the number of decoder layers");
-    t.num_heads = r.required("num_attention_heads", kMaxHeads, "the number of query heads");
-    t.vocab = r.required("vocab_size", kMaxVocab, "the vocabulary size");
-    t.max_positions = r.required("max_position_embeddings", kMaxPositions, "the trained context length");
+    readDecoderSizes(r, t, family);
     t.num_kv_heads = r.optional("num_key_value_heads", kMaxHeads).value_or(t.num_heads);
     if (const auto headDim = r.optional("head_dim", kMaxHeadDim)) {
         t.head_dim = *headDim;
@@ -306,6 +369,218 @@ ParsedConfig parseLlamaFamily(const ConfigReader& r, const std::string& family)
         c.qkvBias = c.outBias = r.flag("attention_bias", false);
         c.mlpBias = r.flag("mlp_bias", false);
     }
+    if (family == "mistral")
+        localAttention(r, c, 0); // MistralConfig.sliding_window (4096 in v0.1, null later): every layer
+    return c;
+}
+
+/** Routed experts: count, experts per token and each expert's width, checked together. */
+void routedExperts(const ConfigReader& r, TransformerShape& t, const char* experts, const char* topK, const char* width)
+{
+    t.num_experts = r.required(experts, kMaxExperts, "the routed experts per MoE layer");
+    t.top_k = r.required(topK, kMaxExperts, "the experts each token is routed to");
+    if (t.top_k > t.num_experts)
+        r.fail(cat("'", topK, "' (", t.top_k, ") is more than '", experts, "' (", t.num_experts, ")"),
+               "a token can be routed to at most every expert");
+    t.dense_ffn_hidden = t.ffn_hidden; // intermediate_size stays the dense layers' MLP width
+    t.ffn_hidden = r.required(width, kMaxFfn, "each routed expert's MLP width");
+}
+
+/**
+ * Sliding-window or chunked attention: `window` keys per query, every `globalEvery`-th layer global (0: none).
+ * Newer configs list layer_types instead; a periodic list gives the period, anything else is costed with the
+ * first global layer's period and noted.
+ */
+void localAttention(const ConfigReader& r, ParsedConfig& c, std::int64_t globalEvery, const char* key)
+{
+    TransformerShape& t = c.shape;
+    const auto window = r.optional(key, kMaxPositions);
+    if (!window)
+        return;
+    t.attention_window = *window;
+    t.global_layer_every = globalEvery;
+    const auto types = r.layerTypes();
+    if (types.empty())
+        return;
+    std::int64_t first = 0;
+    while (first < static_cast<std::int64_t>(types.size())
+           && types[static_cast<std::size_t>(first)] != "full_attention")
+        ++first;
+    if (first == static_cast<std::int64_t>(types.size())) {
+        t.global_layer_every = 0;
+        return;
+    }
+    t.global_layer_every = first + 1;
+    for (std::size_t i = 0; i < types.size(); ++i)
+        if ((types[i] == "full_attention") != ((static_cast<std::int64_t>(i) + 1) % t.global_layer_every == 0)) {
+            c.notes.push_back(
+                cat("layer_types is not periodic: costed as one global layer in every ", t.global_layer_every));
+            break;
+        }
+}
+
+/** Qwen3 (configuration_qwen3.py): Llama names, head_dim given, RMSNorm on each q and k head. */
+ParsedConfig parseQwen3(const ConfigReader& r, const std::string& family)
+{
+    ParsedConfig c = parseLlamaFamily(r, family);
+    c.shape.qk_norm = true;
+    c.qkvBias = c.outBias = r.flag("attention_bias", false);
+    if (family == "qwen3_moe") {
+        routedExperts(r, c.shape, "num_experts", "num_experts_per_tok", "moe_intermediate_size");
+        c.shape.moe_layer_step = r.optional("decoder_sparse_step", kMaxLayers).value_or(1);
+        if (r.arraySize("mlp_only_layers") > 0)
+            c.notes.push_back("mlp_only_layers lists dense layers: they are costed as MoE layers");
+    }
+    return c;
+}
+
+/** Qwen2-MoE (configuration_qwen2_moe.py): q/k/v biases, routed experts plus a gated shared expert. */
+ParsedConfig parseQwen2Moe(const ConfigReader& r)
+{
+    ParsedConfig c = parseLlamaFamily(r, "qwen2_moe");
+    c.qkvBias = true;
+    routedExperts(r, c.shape, "num_experts", "num_experts_per_tok", "moe_intermediate_size");
+    c.shape.moe_layer_step = r.optional("decoder_sparse_step", kMaxLayers).value_or(1);
+    c.shape.shared_expert_ffn = r.count("shared_expert_intermediate_size", kMaxFfn, 0);
+    c.shape.shared_expert_gate = c.shape.shared_expert_ffn > 0;
+    if (r.arraySize("mlp_only_layers") > 0)
+        c.notes.push_back("mlp_only_layers lists dense layers: they are costed as MoE layers");
+    return c;
+}
+
+/**
+ * DeepSeek-V2 / V3 (configuration_deepseek_v3.py): multi-head latent attention, n_routed_experts of
+ * moe_intermediate_size with n_shared_experts always on, the first first_k_dense_replace layers dense
+ * (intermediate_size), MoE every moe_layer_freq layers after them. The multi-token-prediction module
+ * (num_nextn_predict_layers) is not built: the report's 671B / 37B count the main model only.
+ */
+ParsedConfig parseDeepSeek(const ConfigReader& r, const std::string& family)
+{
+    ParsedConfig c;
+    TransformerShape& t = c.shape;
+    readDecoderSizes(r, t, family);
+    t.num_kv_heads = t.num_heads; // MLA expands the latent to every head's key and value
+    t.kv_lora_rank = r.required("kv_lora_rank", kMaxHidden, "the compressed key-value latent's width");
+    t.q_lora_rank = r.count("q_lora_rank", kMaxHidden, 0);
+    t.qk_rope_head_dim = r.required("qk_rope_head_dim", kMaxHeadDim, "the rotary part of each query/key head");
+    t.qk_nope_head_dim = r.required("qk_nope_head_dim", kMaxHeadDim, "the non-rotary part of each query/key head");
+    t.v_head_dim = r.required("v_head_dim", kMaxHeadDim, "each value head's width");
+    t.head_dim = t.qk_nope_head_dim + t.qk_rope_head_dim;
+    t.gated_mlp = true;
+    t.norm = "rmsnorm";
+    t.tied_embeddings = r.flag("tie_word_embeddings", false);
+    t.dropout = r.probability("attention_dropout", 0.0);
+    t.flash_attention = fusedAttention(r);
+    if (!r.isUnset("n_routed_experts")) {
+        routedExperts(r, t, "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size");
+        t.shared_expert_ffn = r.count("n_shared_experts", kMaxExperts, 0) * t.ffn_hidden;
+        t.first_dense_layers = r.count("first_k_dense_replace", kMaxLayers, 0);
+        t.moe_layer_step = r.optional("moe_layer_freq", kMaxLayers).value_or(1);
+    }
+    c.qkvBias = c.outBias = r.flag("attention_bias", false);
+    if (r.count("num_nextn_predict_layers", kMaxLayers, 0) > 0)
+        c.notes.push_back("the multi-token-prediction module (num_nextn_predict_layers) is not built");
+    return c;
+}
+
+/**
+ * Gemma 2 / 3 (configuration_gemma2.py, configuration_gemma3.py Gemma3TextConfig): GeGLU MLP, tied embeddings,
+ * four norms per block, sliding-window layers with a global one every 2 (Gemma 2) or sliding_window_pattern
+ * (Gemma 3, 6) layers, q/k norms in Gemma 3. Gemma 3's multimodal config nests the text model in text_config; the
+ * vision tower is not built.
+ */
+ParsedConfig parseGemma(const ConfigReader& r, const std::string& family)
+{
+    ParsedConfig c = parseLlamaFamily(r, family);
+    TransformerShape& t = c.shape;
+    t.tied_embeddings = r.flag("tie_word_embeddings", true);
+    t.sandwich_norms = true;
+    const bool three = family != "gemma2";
+    t.qk_norm = three;
+    c.qkvBias = c.outBias = r.flag("attention_bias", false);
+    localAttention(r, c, three ? r.optional("sliding_window_pattern", kMaxLayers).value_or(6) : 2);
+    return c;
+}
+
+/** Phi-3 (configuration_phi3.py): Llama's shapes with fused qkv_proj and gate_up_proj (the same parameters). */
+ParsedConfig parsePhi3(const ConfigReader& r)
+{
+    ParsedConfig c = parseLlamaFamily(r, "phi3");
+    c.qkvBias = c.outBias = false;
+    localAttention(r, c, 0);
+    return c;
+}
+
+/**
+ * Llama 4 text model (configuration_llama4.py Llama4TextConfig): num_local_experts of intermediate_size each plus
+ * a shared expert of the same width, MoE every interleave_moe_layer_step layers, dense layers
+ * intermediate_size_mlp wide; chunked attention (attention_chunk_size) with every 4th layer global (NoPE).
+ */
+ParsedConfig parseLlama4(const ConfigReader& r)
+{
+    ParsedConfig c = parseLlamaFamily(r, "llama4");
+    TransformerShape& t = c.shape;
+    routedExperts(r, t, "num_local_experts", "num_experts_per_tok", "intermediate_size");
+    t.dense_ffn_hidden = r.optional("intermediate_size_mlp", kMaxFfn).value_or(t.ffn_hidden);
+    t.shared_expert_ffn = t.ffn_hidden;
+    t.moe_layer_step = r.optional("interleave_moe_layer_step", kMaxLayers).value_or(1);
+    c.qkvBias = c.outBias = r.flag("attention_bias", false);
+    localAttention(r, c, 4, "attention_chunk_size");
+    return c;
+}
+
+/** gpt-oss (configuration_gpt_oss.py): biased attention, 128-token sliding windows on alternate layers, routed
+    experts of intermediate_size (their biases are counted with the attention sinks as negligible). */
+ParsedConfig parseGptOss(const ConfigReader& r)
+{
+    ParsedConfig c = parseLlamaFamily(r, "gpt_oss");
+    routedExperts(r, c.shape, "num_local_experts", "num_experts_per_tok", "intermediate_size");
+    c.qkvBias = c.outBias = r.flag("attention_bias", true);
+    localAttention(r, c, 2);
+    c.notes.push_back("gpt-oss expert biases and attention sinks (under 0.1% of the parameters) are not built");
+    return c;
+}
+
+/**
+ * A model_type this reader does not know, built from the standard decoder fields when they are all there
+ * (hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, vocab_size; experts when listed),
+ * as a pre-norm RMSNorm / SwiGLU / rotary decoder. Every assumption is noted.
+ */
+ParsedConfig parseStandardDecoder(const ConfigReader& r, const std::string& type)
+{
+    // Encoders (BERT, T5's encoder...) share the field names: only a causal-LM architecture is a decoder.
+    if (!r.isUnset("architectures") && r.raw().at("architectures").is_array()) {
+        bool decoder = false;
+        for (const auto& a : r.raw().at("architectures"))
+            if (a.is_string())
+                for (const char* suffix : {"ForCausalLM", "LMHeadModel", "ForConditionalGeneration"})
+                    decoder = decoder || a.get<std::string>().ends_with(suffix);
+        if (!decoder)
+            r.fail(cat("unsupported model_type '", type, "': its architectures are not a causal language model"),
+                   cat(supportedList(), "; for other models load an ONNX export or a native graph .json"));
+    }
+    for (const char* key :
+         {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size"})
+        if (r.isUnset(key))
+            r.fail(cat("unsupported model_type '", type, "' without the standard decoder field '", key, "'"),
+                   cat(supportedList(), "; for other models load an ONNX export or a native graph .json"));
+    if (r.isUnset("max_position_embeddings"))
+        r.fail(cat("unsupported model_type '", type, "' without 'max_position_embeddings'"),
+               "add the trained context length, or load an ONNX export");
+    ParsedConfig c = parseLlamaFamily(r, type);
+    std::string experts;
+    for (const auto& [count, topK, width] :
+         {std::tuple {"num_experts", "num_experts_per_tok", "moe_intermediate_size"},
+          std::tuple {"num_local_experts", "num_experts_per_tok", "intermediate_size"},
+          std::tuple {"n_routed_experts", "num_experts_per_tok", "moe_intermediate_size"}})
+        if (c.shape.num_experts == 0 && !r.isUnset(count) && !r.isUnset(topK) && !r.isUnset(width)) {
+            routedExperts(r, c.shape, count, topK, width);
+            experts = cat(", ", c.shape.num_experts, " routed experts (", count, ") in every layer");
+        }
+    c.notes.push_back(cat("model_type '", type,
+                          "' is not one this reader knows: built from its standard fields as "
+                          "a pre-norm RMSNorm / SwiGLU / rotary decoder without biases",
+                          experts, "; check the parameter count against the model card"));
     return c;
 }
 
@@ -317,8 +592,37 @@ ParsedConfig parseConfig(const json& config, std::string_view origin)
                "pass the model's config.json");
     const std::string family = modelFamily(config, r);
     r.setFamily(family);
+    // Multimodal configs nest the text decoder (Gemma 3, Llama 4); the vision tower is not built.
+    if ((family == "gemma3" || family == "llama4") && !r.isUnset("text_config")) {
+        if (!config.at("text_config").is_object())
+            r.fail("'text_config' must be an object", "copy the model's config.json unchanged");
+        ConfigReader text(config.at("text_config"), cat(r.origin(), " text_config"));
+        text.setFamily(family);
+        checkIgnoredFields(text);
+        ParsedConfig c = family == "gemma3" ? parseGemma(text, "gemma3") : parseLlama4(text);
+        c.notes.push_back("the vision encoder in the config is not built (text decoder only)");
+        return c;
+    }
     checkIgnoredFields(r);
-    return family == "gpt2" ? parseGpt2(r) : parseLlamaFamily(r, family);
+    if (family == "gpt2")
+        return parseGpt2(r);
+    if (family == "qwen3" || family == "qwen3_moe")
+        return parseQwen3(r, family);
+    if (family == "qwen2_moe")
+        return parseQwen2Moe(r);
+    if (family == "deepseek_v2" || family == "deepseek_v3")
+        return parseDeepSeek(r, family);
+    if (family == "gemma2" || family == "gemma3" || family == "gemma3_text")
+        return parseGemma(r, family == "gemma3_text" ? "gemma3" : family);
+    if (family == "phi3")
+        return parsePhi3(r);
+    if (family == "llama4" || family == "llama4_text")
+        return parseLlama4(r);
+    if (family == "gpt_oss")
+        return parseGptOss(r);
+    if (!knownModelType(family))
+        return parseStandardDecoder(r, family);
+    return parseLlamaFamily(r, family);
 }
 
 } // namespace
@@ -331,8 +635,10 @@ TransformerShape parseHfConfig(const nlohmann::json& config, std::string_view or
 ModelGraph buildFromHfConfig(const nlohmann::json& config, const BuildOptions& options, std::string name)
 {
     const ParsedConfig parsed = parseConfig(config, name);
-    return detail::buildTransformerGraphWithBiases(parsed.shape, parsed.qkvBias, parsed.outBias, parsed.mlpBias,
-                                                   options, std::move(name));
+    ModelGraph graph = detail::buildTransformerGraphWithBiases(parsed.shape, parsed.qkvBias, parsed.outBias,
+                                                               parsed.mlpBias, options, std::move(name));
+    graph.load_notes = parsed.notes;
+    return graph;
 }
 
 } // namespace shardscape

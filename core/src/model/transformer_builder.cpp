@@ -129,6 +129,19 @@ void validateShape(const TransformerShape& t)
                              ") for a mixture of experts, and both 0 for a dense model"));
     if (!(t.dropout >= 0 && t.dropout < 1))
         throw InputError(cat("transformer shape: dropout must be in [0, 1), got ", t.dropout));
+    if (t.kv_lora_rank > 0) {
+        requirePositive(t.qk_rope_head_dim, "qk_rope_head_dim");
+        requirePositive(t.qk_nope_head_dim, "qk_nope_head_dim");
+        requirePositive(t.v_head_dim, "v_head_dim");
+    }
+    for (const auto& [value, field] :
+         {std::pair {t.dense_ffn_hidden, "dense_ffn_hidden"}, std::pair {t.first_dense_layers, "first_dense_layers"},
+          std::pair {t.shared_expert_ffn, "shared_expert_ffn"}, std::pair {t.q_lora_rank, "q_lora_rank"},
+          std::pair {t.kv_lora_rank, "kv_lora_rank"}, std::pair {t.attention_window, "attention_window"},
+          std::pair {t.global_layer_every, "global_layer_every"}})
+        if (value < 0)
+            throw InputError(cat("transformer shape: ", field, " must be >= 0, got ", value));
+    requirePositive(t.moe_layer_step, "moe_layer_step");
     if (t.norm != "rmsnorm" && t.norm != "layernorm")
         throw InputError(cat("transformer shape: unknown norm '", t.norm, "'"), "use \"rmsnorm\" or \"layernorm\"");
 }
@@ -141,13 +154,14 @@ public:
         : m_shape(shape)
         , m_biases(biases)
         , m_dtype(options.dtype)
-        , m_names(shape.family == "gpt2" ? gpt2Names() : llamaNames(shape.num_experts > 0))
+        , m_names(shape.family == "gpt2" ? gpt2Names() : llamaNames(shape.num_experts > 0 && shape.family == "mixtral"))
         , m_b(options.batch)
         , m_s(options.seq_len != 0 ? options.seq_len : std::min<std::int64_t>(shape.max_positions, 4096))
     {
         validateShape(shape);
         checkBatch();
         m_tokens = static_cast<double>(m_b) * static_cast<double>(m_s);
+        m_keys = m_s;
         m_graph.name = std::move(name);
         m_graph.batch = m_b;
         m_graph.seq_len = m_s;
@@ -161,7 +175,7 @@ public:
         const TensorId labels = activation("labels", {m_b, m_s}, false, DType::I64);
         TensorId x = embeddings(ids);
         for (std::int64_t i = 0; i < m_shape.num_layers; ++i)
-            x = block(m_names.blocks + "." + std::to_string(i) + ".", x);
+            x = block(m_names.blocks + "." + std::to_string(i) + ".", x, i);
         head(x, labels);
         return std::move(m_graph);
     }
@@ -270,14 +284,18 @@ private:
     }
 
     /** LayerNorm (weight and bias) or RMSNorm (weight) over the hidden size. Saves its input. */
-    TensorId norm(const std::string& module, TensorId input)
+    TensorId norm(const std::string& module, TensorId input) { return norm(module, input, m_shape.hidden); }
+
+    /** The same over the last `width` elements (an MLA latent, or one head under TpRole::Local). */
+    TensorId norm(const std::string& module, TensorId input, std::int64_t width, TpRole role = TpRole::Replicated)
     {
-        Op op = makeOp(module, module, OpKind::Norm, TpRole::Replicated);
+        Op op = makeOp(module, module, OpKind::Norm, role);
+        const bool sharded = role == TpRole::Local;
         op.inputs = {input};
-        op.params = {parameter(module + ".weight", {m_shape.hidden}, false)};
+        op.params = {parameter(module + ".weight", {width}, false)};
         if (m_shape.norm == "layernorm")
-            op.params.push_back(parameter(module + ".bias", {m_shape.hidden}, false));
-        const TensorId y = activation(module + ".out", bsh(m_shape.hidden), false);
+            op.params.push_back(parameter(module + ".bias", {width}, false));
+        const TensorId y = activation(module + ".out", m_graph.tensor(input).shape, sharded);
         op.outputs = {y};
         op.saved = {input};
         const double n = elements(input);
@@ -316,7 +334,7 @@ private:
     TensorId residual(const std::string& module, TensorId skip, TensorId branch)
     {
         Op op = makeOp(module, module, OpKind::Elementwise, TpRole::Replicated);
-        const TensorId y = activation(module + ".out", bsh(m_shape.hidden), false);
+        const TensorId y = activation(module + ".out", m_graph.tensor(skip).shape, false);
         op.inputs = {skip, branch};
         op.outputs = {y};
         op.flops_fwd = kResidualFlops * elements(y);
@@ -406,14 +424,24 @@ private:
 
     // --- the block -----------------------------------------------------------------------------------
 
-    /** Pre-norm block: x + attn(norm1(x)), then + mlp(norm2(.)). `p` is "model.layers.N." */
-    TensorId block(const std::string& p, TensorId x)
+    /** Pre-norm block: x + attn(norm1(x)), then + mlp(norm2(.)). `p` is "model.layers.N." Gemma's sandwich norms
+        also normalise each branch's output before its residual add. */
+    TensorId block(const std::string& p, TensorId x, std::int64_t index)
     {
         const TensorId n1 = norm(p + m_names.norm1, x);
-        const TensorId attnOut = residualDropout(p + m_names.attnDropout, attention(p, n1));
+        TensorId attnOut = attention(p, n1, index);
+        if (m_shape.sandwich_norms)
+            attnOut = norm(p + "post_attention_layernorm", attnOut);
+        attnOut = residualDropout(p + m_names.attnDropout, attnOut);
         const TensorId r1 = residual(p + "residual1", x, attnOut);
-        const TensorId n2 = norm(p + m_names.norm2, r1);
-        const TensorId mlpOut = m_shape.num_experts > 0 ? moe(p, n2) : mlp(p, n2);
+        const TensorId n2 = norm(p + (m_shape.sandwich_norms ? "pre_feedforward_layernorm" : m_names.norm2), r1);
+        TensorId mlpOut = m_shape.isMoeLayer(index)
+            ? moe(p, n2)
+            : mlp(p + m_names.mlp + ".", n2,
+                  m_shape.num_experts > 0 && m_shape.dense_ffn_hidden > 0 ? m_shape.dense_ffn_hidden
+                                                                          : m_shape.ffn_hidden);
+        if (m_shape.sandwich_norms)
+            mlpOut = norm(p + "post_feedforward_layernorm", mlpOut);
         const TensorId dropped = residualDropout(p + m_names.mlpDropout, mlpOut);
         return residual(p + "residual2", r1, dropped);
     }
@@ -424,14 +452,59 @@ private:
     };
 
     /** Attention: projections, (rotary), core, output projection. Returns the o_proj / c_proj output. */
-    TensorId attention(const std::string& p, TensorId n1)
+    TensorId attention(const std::string& p, TensorId n1, std::int64_t index)
     {
         const std::string a = p + m_names.attn + ".";
+        m_keys = m_shape.keysPerQuery(index, m_s);
+        if (m_shape.kv_lora_rank > 0)
+            return latentAttention(a, n1);
         Qkv qkv = m_shape.family == "gpt2" ? fusedQkv(a, n1) : separateQkv(a, n1);
+        if (m_shape.qk_norm) {
+            qkv.q = norm(a + "q_norm", qkv.q, m_shape.head_dim, TpRole::Local);
+            qkv.k = norm(a + "k_norm", qkv.k, m_shape.head_dim, TpRole::Local);
+        }
         if (!m_shape.learned_positions)
             qkv = rotary(a + "rotary", qkv);
         const TensorId context = m_shape.flash_attention ? flashCore(a + "core", qkv) : unfusedCore(a + "core", qkv);
         return linear(a + m_names.out, context, qWidth(), m_shape.hidden, m_biases.out, TpRole::Row, false);
+    }
+
+    /**
+     * DeepSeek's multi-head latent attention (modeling_deepseek_v3.py DeepseekV3Attention, Megatron's
+     * MLASelfAttention): q through q_a_proj -> q_a_layernorm -> q_b_proj (or one q_proj), kv through
+     * kv_a_proj_with_mqa to a kv_lora_rank latent plus one shared rope key, kv_a_layernorm, then kv_b_proj to
+     * every head's no-rope key and value. The down projections are replicated, the up projections split by head.
+     */
+    TensorId latentAttention(const std::string& a, TensorId n1)
+    {
+        const std::int64_t h = m_shape.hidden;
+        const std::int64_t heads = m_shape.num_heads;
+        const std::int64_t qkDim = m_shape.qk_nope_head_dim + m_shape.qk_rope_head_dim;
+        const std::int64_t vDim = m_shape.v_head_dim;
+        TensorId q = -1;
+        if (m_shape.q_lora_rank > 0) {
+            const TensorId down = linear(a + "q_a_proj", n1, h, m_shape.q_lora_rank, false, TpRole::Replicated, false);
+            const TensorId normed = norm(a + "q_a_layernorm", down, m_shape.q_lora_rank);
+            q = linear(a + "q_b_proj", normed, m_shape.q_lora_rank, heads * qkDim, false, TpRole::Column, true);
+        } else {
+            q = linear(a + "q_proj", n1, h, heads * qkDim, false, TpRole::Column, true);
+        }
+        const TensorId latent = linear(a + "kv_a_proj_with_mqa", n1, h, m_shape.kv_lora_rank + m_shape.qk_rope_head_dim,
+                                       false, TpRole::Replicated, false);
+        const TensorId normed = norm(a + "kv_a_layernorm", latent, m_shape.kv_lora_rank);
+        const TensorId kv = linear(a + "kv_b_proj", normed, m_shape.kv_lora_rank,
+                                   heads * (m_shape.qk_nope_head_dim + vDim), false, TpRole::Column, true);
+        // Split kv into the no-rope keys and the values, and append the shared rope key to every head.
+        const std::string split = a + "kv_split";
+        Op op = makeOp(split, split, OpKind::Reshape, TpRole::Local);
+        Qkv qkv {q, activation(split + ".k", bsh(heads * qkDim), true),
+                 activation(split + ".v", bsh(heads * vDim), true)};
+        op.inputs = {kv, latent};
+        op.outputs = {qkv.k, qkv.v};
+        commit(std::move(op));
+        qkv = rotary(a + "rotary", qkv, heads * qkDim, heads * qkDim);
+        const TensorId context = flashCore(a + "core", qkv, heads * vDim, qkDim, vDim);
+        return linear(a + m_names.out, context, heads * vDim, h, m_biases.out, TpRole::Row, false);
     }
 
     std::int64_t qWidth() const { return m_shape.num_heads * m_shape.head_dim; }
@@ -463,11 +536,12 @@ private:
     }
 
     /** Rotary position embedding of q and k; backward rotates back with the same tables, so it saves nothing. */
-    Qkv rotary(const std::string& name, const Qkv& in)
+    Qkv rotary(const std::string& name, const Qkv& in) { return rotary(name, in, qWidth(), kvWidth()); }
+
+    Qkv rotary(const std::string& name, const Qkv& in, std::int64_t qWide, std::int64_t kWide)
     {
         Op op = makeOp(name, name, OpKind::Elementwise, TpRole::Local);
-        const Qkv out {activation(name + ".q", bsh(qWidth()), true), activation(name + ".k", bsh(kvWidth()), true),
-                       in.v};
+        const Qkv out {activation(name + ".q", bsh(qWide), true), activation(name + ".k", bsh(kWide), true), in.v};
         op.inputs = {in.q, in.k};
         op.outputs = {out.q, out.k};
         op.flops_fwd = kRotaryFlops * (elements(in.q) + elements(in.k));
@@ -476,24 +550,32 @@ private:
         return out;
     }
 
-    /** QK^T + PV FLOPs over all s x s pairs (non-causal count, as Megatron's and MPT's MFU formulas). */
-    double coreFlops() const
+    /** QK^T + PV FLOPs over all query-key pairs the layer attends (non-causal count, as Megatron's and MPT's MFU
+        formulas): s x s for global attention, s x window for sliding-window or chunked layers. */
+    double coreFlops(std::int64_t qkDim, std::int64_t vDim) const
     {
-        return 4 * m_tokens * static_cast<double>(m_s) * static_cast<double>(m_shape.num_heads)
-            * static_cast<double>(m_shape.head_dim);
+        return 2 * m_tokens * static_cast<double>(m_keys) * static_cast<double>(m_shape.num_heads)
+            * static_cast<double>(qkDim + vDim);
     }
+    double coreFlops() const { return coreFlops(m_shape.head_dim, m_shape.head_dim); }
 
     /** One fused kernel: keeps q, k, v, o and the f32 log-sum-exp [b, a, s] for backward, no s x s scores. */
     TensorId flashCore(const std::string& name, const Qkv& qkv)
     {
+        return flashCore(name, qkv, qWidth(), m_shape.head_dim, m_shape.head_dim);
+    }
+
+    TensorId flashCore(const std::string& name, const Qkv& qkv, std::int64_t outWidth, std::int64_t qkDim,
+                       std::int64_t vDim)
+    {
         Op op = makeOp(name, name, OpKind::FlashAttention, TpRole::Heads);
-        const TensorId o = activation(name + ".out", bsh(qWidth()), true);
+        const TensorId o = activation(name + ".out", bsh(outWidth), true);
         const TensorId lse = activation(name + ".lse", {m_b, m_shape.num_heads, m_s}, true, DType::F32);
         op.inputs = {qkv.q, qkv.k, qkv.v};
         op.outputs = {o, lse};
         op.saved = {qkv.q, qkv.k, qkv.v, o, lse};
-        op.flops_fwd = coreFlops();
-        op.flops_bwd_input = 2 * coreFlops();
+        op.flops_fwd = coreFlops(qkDim, vDim);
+        op.flops_bwd_input = 2 * op.flops_fwd;
         commit(std::move(op));
         return o;
     }
@@ -538,29 +620,31 @@ private:
     }
 
     /** Dense MLP: SwiGLU (gate, up, act, down) or GELU (fc, act, proj). Returns the down projection. */
-    TensorId mlp(const std::string& p, TensorId n2)
+    TensorId mlp(const std::string& p, TensorId n2) { return mlp(p + m_names.mlp + ".", n2, m_shape.ffn_hidden); }
+
+    /** The same with inner width f under module prefix m ("model.layers.N.mlp."). */
+    TensorId mlp(const std::string& m, TensorId n2, std::int64_t f)
     {
-        const std::string m = p + m_names.mlp + ".";
         const std::int64_t h = m_shape.hidden;
-        const std::int64_t f = m_shape.ffn_hidden;
         const bool bias = m_biases.mlp;
         TensorId hidden = -1;
         if (m_shape.gated_mlp) {
             const TensorId gate = linear(m + "gate_proj", n2, h, f, bias, TpRole::Column, true);
             const TensorId up = linear(m + "up_proj", n2, h, f, bias, TpRole::Column, true);
-            hidden = activationFunction(m + "act", {gate, up}, kSwigluFlops);
+            hidden = activationFunction(m + "act", {gate, up}, kSwigluFlops, f);
         } else {
             const TensorId fc = linear(m + m_names.fc, n2, h, f, bias, TpRole::Column, true);
-            hidden = activationFunction(m + "act", {fc}, kGeluFlops);
+            hidden = activationFunction(m + "act", {fc}, kGeluFlops, f);
         }
         return linear(m + m_names.proj, hidden, f, h, bias, TpRole::Row, false);
     }
 
     /** GELU(x) or SwiGLU(gate, up) = silu(gate) * up: saves its inputs, runs on each rank's ffn shard. */
-    TensorId activationFunction(const std::string& name, std::vector<TensorId> inputs, double flopsPerElement)
+    TensorId activationFunction(const std::string& name, std::vector<TensorId> inputs, double flopsPerElement,
+                                std::int64_t width)
     {
         Op op = makeOp(name, name, OpKind::Elementwise, TpRole::Local);
-        const TensorId y = activation(name + ".out", bsh(m_shape.ffn_hidden), true);
+        const TensorId y = activation(name + ".out", bsh(width), true);
         op.inputs = inputs;
         op.outputs = {y};
         op.saved = std::move(inputs);
@@ -588,7 +672,36 @@ private:
         router.flops_bwd_input = routerFlops;
         router.flops_bwd_weight = routerFlops;
         commit(std::move(router));
-        return experts(m + "experts", n2, logits);
+        const TensorId routed = experts(m + "experts", n2, logits);
+        return m_shape.shared_expert_ffn > 0 ? withSharedExpert(m, n2, routed) : routed;
+    }
+
+    /**
+     * The always-on shared expert beside the routed ones, a dense MLP every token passes (DeepSeek's
+     * shared_experts, n_shared_experts x moe_intermediate_size wide; Qwen2-MoE's shared_expert, scaled by a
+     * sigmoid gate [h, 1]; Llama 4's shared_expert), added to the routed output.
+     */
+    TensorId withSharedExpert(const std::string& m, TensorId n2, TensorId routed)
+    {
+        const bool qwen = m_shape.shared_expert_gate;
+        const bool deepseek = m_shape.family == "deepseek_v2" || m_shape.family == "deepseek_v3";
+        const std::string name = m + (deepseek ? "shared_experts." : "shared_expert.");
+        TensorId shared = mlp(name, n2, m_shape.shared_expert_ffn);
+        if (qwen) {
+            const TensorId gate
+                = linear(m + "shared_expert_gate", n2, m_shape.hidden, 1, false, TpRole::Replicated, false);
+            Op scale
+                = makeOp(m + "shared_expert_scale", m + "shared_expert_scale", OpKind::Elementwise, TpRole::Replicated);
+            const TensorId y = activation(m + "shared_expert_scale.out", bsh(m_shape.hidden), false);
+            scale.inputs = {shared, gate};
+            scale.outputs = {y};
+            scale.saved = {shared, gate};
+            scale.flops_fwd = 5 * elements(y); // sigmoid of the gate, broadcast multiply
+            scale.flops_bwd_input = kBackwardFactor * scale.flops_fwd;
+            commit(std::move(scale));
+            shared = y;
+        }
+        return residual(m + "shared_add", routed, shared);
     }
 
     /**
@@ -663,6 +776,7 @@ private:
     double m_tokens = 0;
     ModelGraph m_graph;
     TensorId m_embeddingTable = -1;
+    std::int64_t m_keys = 0; ///< keys per query of the block being built (the window, or seq_len)
 };
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "shardscape/model/dtype.h"
 #include "shardscape/model/op_kind.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -82,6 +83,41 @@ struct TransformerShape
     bool flash_attention = true; ///< no s^2 scores stored
     double dropout = 0.0;
     std::string norm = "rmsnorm"; ///< "rmsnorm" or "layernorm"
+
+    // --- mixture-of-experts layout (defaults: every layer routes to num_experts experts of ffn_hidden) ------
+    std::int64_t dense_ffn_hidden = 0; ///< MLP width of an MoE model's dense layers (0 = ffn_hidden)
+    std::int64_t first_dense_layers = 0; ///< leading dense layers (DeepSeek first_k_dense_replace)
+    std::int64_t moe_layer_step = 1; ///< layer i >= first_dense_layers is MoE when (i + 1) % step == 0
+    std::int64_t shared_expert_ffn = 0; ///< width of the always-on shared expert MLP (all of them), 0 = none
+    bool shared_expert_gate = false; ///< Qwen2-MoE's sigmoid gate on the shared expert ([h, 1])
+
+    // --- attention variants --------------------------------------------------------------------------------
+    bool qk_norm = false; ///< RMSNorm over each head of q and k (Qwen3, Gemma 3)
+    bool sandwich_norms = false; ///< Gemma 2/3: norms after attention and MLP too (four per block)
+    /** Multi-head latent attention (DeepSeek-V2/V3) when kv_lora_rank > 0: q (optionally through a q_lora_rank
+        down/up projection) and a compressed kv_lora_rank latent plus a shared rope key. */
+    std::int64_t q_lora_rank = 0;
+    std::int64_t kv_lora_rank = 0;
+    std::int64_t qk_rope_head_dim = 0;
+    std::int64_t qk_nope_head_dim = 0;
+    std::int64_t v_head_dim = 0;
+    /** Local attention: each query attends to at most this many keys (sliding window or chunk); 0 = global. */
+    std::int64_t attention_window = 0;
+    /** With a window: every global_layer_every-th layer attends globally (Gemma 3: 6, Gemma 2: 2, Llama 4: 4);
+        0 = every layer is local. */
+    std::int64_t global_layer_every = 0;
+
+    /** Whether layer i routes to experts. */
+    bool isMoeLayer(std::int64_t i) const
+    {
+        return num_experts > 0 && i >= first_dense_layers && (i + 1) % std::max<std::int64_t>(1, moe_layer_step) == 0;
+    }
+    /** Keys each query of layer i sees at most (seq_len when global). */
+    std::int64_t keysPerQuery(std::int64_t i, std::int64_t seqLen) const
+    {
+        const bool global = attention_window <= 0 || (global_layer_every > 0 && (i + 1) % global_layer_every == 0);
+        return global ? seqLen : std::min(seqLen, attention_window);
+    }
 };
 
 /**
@@ -97,6 +133,8 @@ public:
     std::int64_t seq_len = 0;
     DType dtype = DType::BF16;
     std::optional<TransformerShape> transformer;
+    /** What the loader assumed or left out of the file (an unknown model_type, a vision tower not built). */
+    std::vector<std::string> load_notes;
 
     const std::vector<Tensor>& tensors() const { return m_tensors; }
     const std::vector<Op>& ops() const { return m_ops; }
