@@ -55,6 +55,7 @@ struct SimulateOptions
     bool sequence_parallel = false;
     bool tp_comm_overlap = false;
     bool overlap_param_gather = false;
+    bool moe_a2a_overlap = false;
     bool fp8_linears = false;
     bool eager_kernels = false;
     std::string schedule = "1f1b";
@@ -179,6 +180,10 @@ std::string wayOut(const Evaluation& e, const CostModel& model, const SimulateOp
         return "add --sequence-parallel (with --tp 2 or more) or drop --tp-comm-overlap";
     if (c.overlap_param_gather && c.zero_stage != 1 && c.zero_stage != 2)
         return "use --zero 1 or --zero 2, or drop --overlap-param-gather";
+    if (c.moe_a2a_overlap && (c.ep < 2 || c.num_microbatches < 2))
+        return "use --ep 2 or more and two or more micro-batches, or drop --moe-a2a-overlap";
+    if (c.moe_a2a_overlap && c.pp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
+        return "use --vpp 2 or more (the interleaved schedule) or --pp 1, or drop --moe-a2a-overlap";
     if ((c.dp * c.cp) % c.zero_ngroups)
         return cat("pick a --zero-ngroups that divides dp x cp = ", c.dp * c.cp);
     if (c.pp * c.vpp > layers)
@@ -391,6 +396,7 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     o.sequence_parallel = c.sequence_parallel;
     o.tp_comm_overlap = c.tp_comm_overlap;
     o.overlap_param_gather = c.overlap_param_gather;
+    o.moe_a2a_overlap = c.moe_a2a_overlap;
     o.fp8_linears = c.fp8_linears;
     o.eager_kernels = c.eager_kernels;
     if (o.framework.empty()) // --framework overrides the file's
@@ -479,6 +485,7 @@ int runSimulate(const SimulateOptions& given)
     config.sequence_parallel = o.sequence_parallel;
     config.tp_comm_overlap = o.tp_comm_overlap;
     config.overlap_param_gather = o.overlap_param_gather;
+    config.moe_a2a_overlap = o.moe_a2a_overlap;
     config.fp8_linears = o.fp8_linears;
     config.eager_kernels = o.eager_kernels;
     config.framework = o.framework.empty() ? Framework::Generic : frameworkFromOption(o.framework);
@@ -604,6 +611,9 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     configuration.push_back(cmd->add_flag("--overlap-param-gather", o->overlap_param_gather,
                                           "overlap the ZeRO-1/2 parameter all-gather with the next forward (Megatron "
                                           "--overlap-param-gather)"));
+    configuration.push_back(cmd->add_flag("--moe-a2a-overlap", o->moe_a2a_overlap,
+                                          "overlap the expert-parallel all-to-alls with another micro-batch's "
+                                          "compute (Megatron --overlap-moe-expert-parallel-comm; needs --ep 2+)"));
     configuration.push_back(cmd->add_flag("--fp8", o->fp8_linears,
                                           "run the linear layers' GEMMs in FP8 with dynamic scaling (torchtitan "
                                           "float8, Transformer Engine)"));

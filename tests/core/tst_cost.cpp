@@ -384,6 +384,52 @@ private Q_SLOTS:
         }
     }
 
+    void expertAllToAllHidesUnderTheOtherMicroBatch()
+    {
+        // Megatron's --overlap-moe-expert-parallel-comm: a layer's four all-to-alls (dispatch and combine, forward
+        // and backward) run under another micro-batch's compute of the same layer; at most the SM-sharing
+        // fraction (CostParams::zero3_prefetch_overlap) of them hides.
+        BuildOptions options;
+        options.seq_len = 4096;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("qwen3-30b-a3b", options));
+        CostModel model(graph, h100Node(4));
+        std::size_t moeLayer = 0;
+        while (model.layers()[moeLayer].kind != LayerKind::Block)
+            ++moeLayer;
+        ParallelConfig config;
+        config.dp = 32;
+        config.ep = 32;
+        config.num_microbatches = 2;
+        config.framework = Framework::MegatronCore;
+        const LayerCost exposed = model.layerCost(moeLayer, config);
+        config.moe_a2a_overlap = true;
+        const LayerCost hidden = model.layerCost(moeLayer, config);
+        const double a2a = exposed.other_comm;
+        QVERIFY(a2a > 0);
+        const double compute = exposed.forward + exposed.backward_input + exposed.backward_weight - a2a;
+        const double expected = std::max(a2a * (1 - CostParams {}.zero3_prefetch_overlap), a2a - compute);
+        QVERIFY2(relativeError(hidden.other_comm, expected) < 1e-12,
+                 (std::to_string(hidden.other_comm) + " vs " + std::to_string(expected)).c_str());
+        QVERIFY(
+            relativeError(hidden.forward + hidden.backward_input + hidden.backward_weight, compute + hidden.other_comm)
+            < 1e-12);
+        // Megatron runs it in its combined 1F1B only: pp = 1 or interleaved; torchtitan does not have it.
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        config.pp = 2;
+        config.dp = 16;
+        config.ep = 16;
+        config.num_microbatches = 4;
+        QVERIFY(model.evaluate(config, workload).reason.find("interleaved") != std::string::npos);
+        config.pp = 1;
+        config.dp = 32;
+        config.ep = 32;
+        config.framework = Framework::Torchtitan;
+        config.zero_stage = 3;
+        QVERIFY(model.evaluate(config, workload).reason.find("does not overlap expert all-to-alls")
+                != std::string::npos);
+    }
+
     void tiedEmbeddingGradsMeetAfterTheFlush()
     {
         // GPT-2 ties its input and output embeddings: with two pipeline ranks and no data parallelism the only

@@ -522,6 +522,33 @@ private Q_SLOTS:
         QCOMPARE(imported.config.overlap_param_gather, t == ExportTarget::Megatron);
     }
 
+    void expertAllToAllOverlapRoundTrips()
+    {
+        // A Megatron export of an MoE plan with the all-to-all overlap carries Megatron's two flags, and the
+        // importer turns them back into the switch.
+        ParallelConfig config;
+        config.dp = 32;
+        config.ep = 8;
+        config.num_microbatches = 2;
+        config.zero_stage = 1;
+        config.recompute = RecomputeKind::Full;
+        config.framework = Framework::MegatronCore;
+        config.moe_a2a_overlap = true;
+        const auto c = makeCase("qwen3-30b-a3b", 4, config);
+        QVERIFY2(c->evaluation.feasible, c->evaluation.reason.c_str());
+        const ExportResult result = exportPlan(ExportTarget::Megatron, c->plan, *c->graph, c->plan.cluster, nullptr);
+        for (const char* flag : {"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"})
+            QVERIFY2(result.text.find(flag) != std::string::npos, flag);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        ImportOptions options;
+        options.num_layers = static_cast<int>(c->graph->transformer->num_layers);
+        const ImportedConfig imported
+            = importJobConfig(writeExport(dir, "job", ExportTarget::Megatron, result.text), options);
+        QVERIFY(imported.config.moe_a2a_overlap);
+        QCOMPARE(imported.config.ep, 8);
+    }
+
     void exportsNameTheFrameworkProfile_data()
     {
         QTest::addColumn<int>("target");

@@ -50,8 +50,8 @@ bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
         && a.is_train == b.is_train && a.verbose == b.verbose
         && a.ignore_small_tensor_threshold == b.ignore_small_tensor_threshold && a.method == b.method
         && a.max_cp == b.max_cp && a.layer_num == b.layer_num && a.tp_comm_overlap == b.tp_comm_overlap
-        && a.overlap_param_gather == b.overlap_param_gather && a.fp8_linears == b.fp8_linears
-        && a.eager_kernels == b.eager_kernels && a.framework == b.framework
+        && a.overlap_param_gather == b.overlap_param_gather && a.moe_a2a_overlap == b.moe_a2a_overlap
+        && a.fp8_linears == b.fp8_linears && a.eager_kernels == b.eager_kernels && a.framework == b.framework
         && a.min_memory_headroom == b.min_memory_headroom;
 }
 
@@ -142,9 +142,9 @@ private Q_SLOTS:
             allKeys.push_back(item.key());
         std::sort(fileKeys.begin(), fileKeys.end());
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
-        // 32 AutoDist keys + method, max_cp, layer_num, the four framework features, use_profile, framework and
+        // 32 AutoDist keys + method, max_cp, layer_num, the five framework features, use_profile, framework and
         // min_memory_headroom
-        QCOMPARE(allKeys.size(), std::size_t {42});
+        QCOMPARE(allKeys.size(), std::size_t {43});
     }
 
     void roundTrip()

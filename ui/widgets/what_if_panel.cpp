@@ -100,6 +100,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     , m_schedule(new QComboBox(this))
     , m_tpOverlap(new QCheckBox(tr("TP comm. overlap"), this))
     , m_paramGatherOverlap(new QCheckBox(tr("Param-gather overlap"), this))
+    , m_a2aOverlap(new QCheckBox(tr("Expert all-to-all overlap"), this))
     , m_fp8(new QCheckBox(tr("FP8 linears"), this))
     , m_eager(new QCheckBox(tr("Eager (no compile)"), this))
     , m_framework(new QComboBox(this))
@@ -120,6 +121,9 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
                                "them (Megatron-LM --tp-comm-overlap, torchtitan async TP); needs TP > 1"));
     m_paramGatherOverlap->setToolTip(tr("Overlap the ZeRO-1/2 parameter all-gather with the next step's forward "
                                         "(Megatron-LM --overlap-param-gather)"));
+    m_a2aOverlap->setToolTip(tr("Overlap each micro-batch's expert all-to-alls with another micro-batch's compute "
+                                "(Megatron-Core --overlap-moe-expert-parallel-comm); needs EP > 1, two or more "
+                                "micro-batches and PP 1 or the interleaved schedule"));
     m_fp8->setToolTip(tr("Run the linear layers' GEMMs in FP8 with dynamic scaling (torchtitan float8, Transformer "
                          "Engine); attention stays in the model's precision"));
     m_eager->setToolTip(tr("Eager PyTorch without torch.compile: RMSNorm, rotary embedding and SwiGLU run as "
@@ -164,6 +168,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     stagesLabel->setBuddy(m_stageLayers);
     grid->addWidget(stagesLabel, 7, 0, 1, 2);
     grid->addWidget(m_stageLayers, 7, 2, 1, 2);
+    grid->addWidget(m_a2aOverlap, 8, 0, 1, 4);
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
 
@@ -218,7 +223,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         });
     for (QComboBox* box : {m_zero, m_recompute, m_schedule, m_framework})
         connect(box, &QComboBox::currentIndexChanged, this, &WhatIfPanel::scheduleEdit);
-    for (QCheckBox* box : {m_tpOverlap, m_paramGatherOverlap, m_fp8, m_eager})
+    for (QCheckBox* box : {m_tpOverlap, m_paramGatherOverlap, m_a2aOverlap, m_fp8, m_eager})
         connect(box, &QCheckBox::toggled, this, &WhatIfPanel::scheduleEdit);
     connect(m_stageLayers, &QLineEdit::textEdited, this, &WhatIfPanel::scheduleEdit);
     connect(m_reset, &QPushButton::clicked, this, [this] {
@@ -279,6 +284,7 @@ void WhatIfPanel::loadEditors(const ParallelConfig& c)
     m_schedule->setCurrentIndex(m_schedule->findData(static_cast<int>(c.schedule)));
     m_tpOverlap->setChecked(c.tp_comm_overlap);
     m_paramGatherOverlap->setChecked(c.overlap_param_gather);
+    m_a2aOverlap->setChecked(c.moe_a2a_overlap);
     m_fp8->setChecked(c.fp8_linears);
     m_eager->setChecked(c.eager_kernels);
     m_framework->setCurrentIndex(m_framework->findData(static_cast<int>(c.framework)));
@@ -303,6 +309,7 @@ ParallelConfig WhatIfPanel::editedConfig() const
         c.sequence_parallel = true; // the planner's default whenever tp > 1
     c.tp_comm_overlap = m_tpOverlap->isChecked() && c.sequence_parallel;
     c.overlap_param_gather = m_paramGatherOverlap->isChecked();
+    c.moe_a2a_overlap = m_a2aOverlap->isChecked();
     c.fp8_linears = m_fp8->isChecked();
     c.eager_kernels = m_eager->isChecked();
     c.framework = static_cast<Framework>(m_framework->currentData().toInt());

@@ -79,6 +79,7 @@ private:
     QComboBox* m_schedule;
     QCheckBox* m_tpOverlap;
     QCheckBox* m_paramGatherOverlap;
+    QCheckBox* m_a2aOverlap;
     QCheckBox* m_fp8;
     QCheckBox* m_eager;
     QComboBox* m_framework;

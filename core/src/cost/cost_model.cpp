@@ -268,6 +268,12 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     if (c.overlap_param_gather && c.zero_stage != 1 && c.zero_stage != 2)
         return "overlapping the parameter all-gather needs ZeRO-1 or ZeRO-2 (Megatron-LM's distributed optimizer), "
                "whose updated shards are gathered once a step: set ZeRO to 1 or 2, or turn the overlap off";
+    if (c.moe_a2a_overlap && (c.ep < 2 || c.num_microbatches < 2))
+        return "overlapping the expert all-to-alls needs ep > 1 and at least two micro-batches (one micro-batch's "
+               "all-to-all runs under another's compute): raise ep or the micro-batches, or turn the overlap off";
+    if (c.moe_a2a_overlap && c.pp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
+        return "overlapping the expert all-to-alls runs in Megatron's combined 1F1B, which needs pp = 1 or the "
+               "interleaved schedule: use vpp >= 2, or turn the overlap off";
     if (c.fp8_linears && m_cluster.device.peak(DType::FP8) <= 0)
         return cat(m_cluster.device.name, " has no FP8 tensor-core rate: turn FP8 linears off");
     if (c.zero_stage < 0 || c.zero_stage > 3)
@@ -315,6 +321,7 @@ LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpG
     layout.ep = c.ep;
     layout.sequence_parallel = c.sequence_parallel;
     layout.tp_comm_overlap = c.tp_comm_overlap;
+    layout.moe_a2a_overlap = c.moe_a2a_overlap;
     layout.fp8_linears = c.fp8_linears;
     layout.eager_kernels = c.eager_kernels;
     layout.micro_batch = c.micro_batch;
@@ -363,7 +370,8 @@ std::string recomputePattern(const ModelGraph& graph, const Layer& layer, const 
 
 const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c) const
 {
-    const LayerLayout layout = layoutOf(c, groupShape(c, "tp"), groupShape(c, "cp"), m_cluster.gpus_per_node);
+    LayerLayout layout = layoutOf(c, groupShape(c, "tp"), groupShape(c, "cp"), m_cluster.gpus_per_node);
+    layout.overlap_hidden_fraction = m_params.zero3_prefetch_overlap;
     const std::size_t representative = m_classRepresentative[static_cast<std::size_t>(m_classOf[layer])];
     std::size_t subject = representative;
     std::string pattern;
@@ -375,8 +383,8 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
     }
     std::string key
         = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.sequence_parallel, c.tp_comm_overlap,
-              c.fp8_linears, c.eager_kernels, ',', c.micro_batch, ',', static_cast<int>(c.recompute), ',',
-              join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',', layout.cp_group.per_node, ',',
+              c.fp8_linears, c.eager_kernels, c.moe_a2a_overlap, ',', c.micro_batch, ',', static_cast<int>(c.recompute),
+              ',', join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',', layout.cp_group.per_node, ',',
               layout.ep_group.per_node, ',', layout.loss_saved_bytes_per_logit, ',',
               layout.loss_working_bytes_per_logit, ',', layout.selective_checkpoint_policy, ',',
               // Every layout term a framework sets (CP exchange, TP-overlap chunking, loss bytes) follows from it.

@@ -80,6 +80,7 @@ FrameworkProfile generic()
     FrameworkProfile p;
     p.framework = Framework::Generic;
     p.version = "none (CostParams coefficients)";
+    p.moe_a2a_overlap = true; // generic runs whatever a plan asks for
     return p;
 }
 
@@ -119,6 +120,9 @@ FrameworkProfile megatronCore()
     // comm_gemm_overlap.cpp split_overlap_ag / split_overlap_rs): the chunk GEMMs go round-robin onto
     // _stream_compute (num_max_streams = 3), so consecutive chunks run concurrently: no chunking penalty.
     p.tp_overlap_serial_chunks = false;
+    // --overlap-moe-expert-parallel-comm (megatron/core/pipeline_parallel/ combined 1F1B with
+    // --delay-wgrad-compute): a forward and a backward micro-batch interleaved layer by layer.
+    p.moe_a2a_overlap = true;
     p.cp_comm = CpComm::P2PRing;
     p.cp_merge_bytes_per_element = 10;
     p.cp_dkv_bytes_per_element = 2;
@@ -318,6 +322,10 @@ std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig
         return cat(name, " has no expert parallelism: set ep to 1, or choose another framework");
     if (c.tp > 1 && !p.tensor_parallel)
         return cat(name, " has no tensor parallelism: set tp to 1, or choose another framework");
+    if (c.moe_a2a_overlap && !p.moe_a2a_overlap)
+        return cat(name,
+                   " does not overlap expert all-to-alls with compute: turn the overlap off, or plan for "
+                   "megatron-core (--overlap-moe-expert-parallel-comm)");
     if (c.fp8_linears && !p.fp8)
         return cat(name, " has no FP8 training: turn FP8 linears off, or choose another framework");
     if (p.requires_sharded_dp && c.dp * c.cp < 2)

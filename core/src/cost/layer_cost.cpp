@@ -333,6 +333,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     std::vector<OverlappedCollective> overlapped;
     std::unordered_map<TensorId, std::size_t> overlappedInput; ///< gathered column input -> its entry
     double tpFwd = 0, tpBwd = 0, otherFwd = 0, otherBwd = 0;
+    double a2aOverlapped = 0; ///< expert all-to-alls that run under another micro-batch's compute
     double tpRecompute = 0; ///< forward TP collectives of recomputed ops, repeated inside backward
     double attentionFwd = 0, attentionBwd = 0;
     bool attentionRecomputed = false; ///< the fused attention is part of a recomputed module
@@ -512,8 +513,12 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             // Dispatch and combine all-to-alls of the routed tokens, forward and backward.
             const double routed = bytesOf.full(op.inputs.front()) * op.top_k / (layout.sequence_parallel ? tp : 1);
             const double a2a = source.collectiveTime(Collective::AllToAll, routed, layout.ep_group);
-            otherFwd += 2 * a2a;
-            otherBwd += 2 * a2a;
+            if (layout.moe_a2a_overlap) {
+                a2aOverlapped += 4 * a2a;
+            } else {
+                otherFwd += 2 * a2a;
+                otherBwd += 2 * a2a;
+            }
         }
     }
 
@@ -578,6 +583,15 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             tpRecompute += forward;
     }
     tpBwd += tpRecompute;
+    if (a2aOverlapped > 0) {
+        // One micro-batch's four all-to-alls run under another's forward and backward of this layer (Megatron's
+        // combined 1F1B): only what outlasts that compute stays exposed, and the kernels share SMs and HBM with
+        // it, so at most overlap_hidden_fraction of them hides even under a long layer.
+        const double compute = cost.forward + cost.backward_input + cost.backward_weight;
+        const double exposed = std::max(a2aOverlapped * (1 - layout.overlap_hidden_fraction), a2aOverlapped - compute);
+        otherFwd += exposed / 2;
+        otherBwd += exposed / 2;
+    }
     cost.tp_comm = tpFwd + tpBwd;
     cost.other_comm = otherFwd + otherBwd;
     cost.forward += tpFwd + otherFwd;

@@ -44,6 +44,8 @@ std::string ParallelConfig::describe() const
         text += " tp-overlap";
     if (overlap_param_gather)
         text += " param-gather-overlap";
+    if (moe_a2a_overlap)
+        text += " a2a-overlap";
     if (fp8_linears)
         text += " fp8-linears";
     if (eager_kernels)

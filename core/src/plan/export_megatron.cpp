@@ -236,6 +236,12 @@ std::string exportMegatron(Context& context)
         add(args, "--overlap-grad-reduce");
         add(args, "--overlap-param-gather");
     }
+    if (c.moe_a2a_overlap) {
+        // megatron/core/pipeline_parallel/combined_1f1b.py: a forward and a backward micro-batch interleaved layer
+        // by layer; Megatron asks for the delayed weight gradients with it.
+        add(args, "--overlap-moe-expert-parallel-comm");
+        add(args, "--delay-wgrad-compute");
+    }
     if (c.fp8_linears) {
         add(args, "--fp8-format", "hybrid");
         context.note("--fp8-format hybrid runs the linear layers in FP8 through Transformer Engine (E4M3 forward, E5M2 "

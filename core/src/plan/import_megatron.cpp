@@ -928,6 +928,11 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
     c.overlap_param_gather = args.has("--overlap-param-gather") && (c.zero_stage == 1 || c.zero_stage == 2);
     if (args.has("--overlap-param-gather") && !c.overlap_param_gather)
         out.warnings.push_back("--overlap-param-gather needs the distributed optimizer; simulated off");
+    c.moe_a2a_overlap = args.has("--overlap-moe-expert-parallel-comm") && c.ep > 1 && c.num_microbatches >= 2
+        && (c.pp == 1 || c.schedule == ScheduleKind::Interleaved1F1B);
+    if (args.has("--overlap-moe-expert-parallel-comm") && !c.moe_a2a_overlap)
+        out.warnings.push_back("--overlap-moe-expert-parallel-comm needs ep > 1, two or more micro-batches and pp = 1 "
+                               "or the interleaved schedule; simulated off");
     c.fp8_linears = args.has("--fp8-format");
     for (const char* flag : {"--hierarchical-context-parallel-sizes", "--overlap-param-gather-with-optimizer-step",
                              "--distribute-saved-activations", "--no-overlap-p2p-communication"})

@@ -175,6 +175,7 @@ json configJson(const ParallelConfig& c)
                  {"sequence_parallel", c.sequence_parallel},
                  {"tp_comm_overlap", c.tp_comm_overlap},
                  {"overlap_param_gather", c.overlap_param_gather},
+                 {"moe_a2a_overlap", c.moe_a2a_overlap},
                  {"fp8_linears", c.fp8_linears},
                  {"eager_kernels", c.eager_kernels},
                  {"framework", frameworkName(c.framework)},
@@ -265,6 +266,7 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     // Added after the first plan files were written: absent means off.
     c.tp_comm_overlap = f.boolean("tp_comm_overlap", false);
     c.overlap_param_gather = f.boolean("overlap_param_gather", false);
+    c.moe_a2a_overlap = f.boolean("moe_a2a_overlap", false);
     c.fp8_linears = f.boolean("fp8_linears", false);
     c.eager_kernels = f.boolean("eager_kernels", false);
     if (const auto framework = f.optString("framework")) { // absent in older plans: generic
@@ -317,6 +319,10 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
         f.fail("tp_comm_overlap", "TP communication overlap needs sequence_parallel");
     if (c.overlap_param_gather && c.zero_stage != 1 && c.zero_stage != 2)
         f.fail("overlap_param_gather", "overlapping the parameter all-gather needs zero_stage 1 or 2");
+    if (c.moe_a2a_overlap && (c.ep < 2 || c.num_microbatches < 2))
+        f.fail("moe_a2a_overlap", "overlapping the expert all-to-alls needs ep > 1 and two or more micro-batches");
+    if (c.moe_a2a_overlap && c.pp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
+        f.fail("moe_a2a_overlap", "overlapping the expert all-to-alls needs pp = 1 or the interleaved schedule");
     if (c.recompute == RecomputeKind::Modules && c.recompute_modules.empty())
         f.fail("recompute_modules", "recompute by modules needs at least one module name");
     if (std::int64_t {c.pp} * c.vpp > numLayers)

@@ -79,6 +79,7 @@ nlohmann::json candidateJson(const Evaluation& e, const CostModel& model)
               {"sequence_parallel", c.sequence_parallel},
               {"tp_comm_overlap", c.tp_comm_overlap},
               {"overlap_param_gather", c.overlap_param_gather},
+              {"moe_a2a_overlap", c.moe_a2a_overlap},
               {"fp8_linears", c.fp8_linears},
               {"eager_kernels", c.eager_kernels},
               {"framework", frameworkName(c.framework)},

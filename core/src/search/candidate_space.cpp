@@ -245,6 +245,8 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     c.sequence_parallel = tp > 1;
                                     c.tp_comm_overlap = config.tp_comm_overlap && c.sequence_parallel;
                                     c.overlap_param_gather = config.overlap_param_gather && (zero == 1 || zero == 2);
+                                    c.moe_a2a_overlap = config.moe_a2a_overlap && c.ep > 1 && m >= 2
+                                        && (pp == 1 || schedule == ScheduleKind::Interleaved1F1B);
                                     c.fp8_linears = config.fp8_linears;
                                     c.eager_kernels = config.eager_kernels;
                                     c.recompute = recompute;

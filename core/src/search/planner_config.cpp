@@ -205,6 +205,9 @@ void validateFramework(const PlannerConfig& c, std::string_view origin)
     }
     if (c.fp8_linears && !p.fp8)
         fail(origin, "fp8_linears", cat(name, " has no FP8 training"), cat("set it to false, ", kOtherFramework));
+    if (c.moe_a2a_overlap && !p.moe_a2a_overlap)
+        fail(origin, "moe_a2a_overlap", cat(name, " does not overlap expert all-to-alls with compute"),
+             cat("set it to false, ", kOtherFramework));
     if (c.framework == Framework::Torchtitan && c.tp_comm_overlap && c.eager_kernels)
         fail(origin, "tp_comm_overlap", "torchtitan's async TP needs torch.compile, but eager_kernels is true",
              "set tp_comm_overlap or eager_kernels to false");
@@ -385,6 +388,7 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
     c.max_cp = integer("max_cp", 1, kMaxCp, c.max_cp);
     c.tp_comm_overlap = f.boolean("tp_comm_overlap", c.tp_comm_overlap);
     c.overlap_param_gather = f.boolean("overlap_param_gather", c.overlap_param_gather);
+    c.moe_a2a_overlap = f.boolean("moe_a2a_overlap", c.moe_a2a_overlap);
     c.fp8_linears = f.boolean("fp8_linears", c.fp8_linears);
     c.eager_kernels = f.boolean("eager_kernels", c.eager_kernels);
     c.layer_num = integer("layer_num", 0, 100000, c.layer_num);
@@ -454,6 +458,7 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"max_cp", c.max_cp},
                  {"tp_comm_overlap", c.tp_comm_overlap},
                  {"overlap_param_gather", c.overlap_param_gather},
+                 {"moe_a2a_overlap", c.moe_a2a_overlap},
                  {"fp8_linears", c.fp8_linears},
                  {"eager_kernels", c.eager_kernels},
                  {"layer_num", c.layer_num},

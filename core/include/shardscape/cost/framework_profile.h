@@ -148,6 +148,8 @@ struct FrameworkProfile
     bool pipeline_with_zero23 = true; ///< DeepSpeed's pipeline engine refuses ZeRO-2/3
     bool context_parallel = true;
     bool expert_parallel = true;
+    /** Expert all-to-alls overlapped with another micro-batch's compute (ParallelConfig::moe_a2a_overlap). */
+    bool moe_a2a_overlap = false;
     bool tensor_parallel = true;
     bool fp8 = true;
     bool requires_sharded_dp = false; ///< torchtitan trains in bf16 only under FSDP (dp x cp >= 2)

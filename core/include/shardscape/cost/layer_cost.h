@@ -33,6 +33,10 @@ struct LayerLayout
     int ep = 1;
     bool sequence_parallel = false;
     bool tp_comm_overlap = false; ///< SP collectives overlap the GEMMs beside them (ParallelConfig)
+    bool moe_a2a_overlap = false; ///< expert all-to-alls run under another micro-batch's compute (ParallelConfig)
+    /** The most of an overlapped collective that hides under compute (its kernels share the SMs and HBM):
+        CostParams::zero3_prefetch_overlap, the same fraction ZeRO-3 prefetching gets. */
+    double overlap_hidden_fraction = 0.6;
     bool fp8_linears = false; ///< linear GEMMs in FP8 with dynamic scaling casts (ParallelConfig)
     bool eager_kernels = false; ///< unfused elementwise kernels of eager PyTorch (ParallelConfig)
     double micro_batch = 1; ///< sequences per micro-batch

@@ -47,6 +47,11 @@ struct ParallelConfig
     /** Overlap the distributed optimizer's parameter all-gather with the next step's forward (Megatron-LM's
         --overlap-param-gather). Only meaningful with ZeRO-1/2, whose updated shards are gathered once a step. */
     bool overlap_param_gather = false;
+    /** Overlap the expert-parallel all-to-alls of one micro-batch with another micro-batch's compute (Megatron-Core's
+        --overlap-moe-expert-parallel-comm: in the 1F1B steady state a forward and a backward run interleaved layer by
+        layer, so each one's dispatch and combine run under the other's compute). Needs ep > 1 and two or more
+        micro-batches. */
+    bool moe_a2a_overlap = false;
     /** Linear layers run their GEMMs in FP8 with dynamic scaling (torchtitan's float8 converter, Transformer
         Engine's --fp8-format hybrid); attention, norms and the rest stay in the model's dtype. */
     bool fp8_linears = false;

@@ -73,6 +73,7 @@ struct PlannerConfig
         valid (TP overlap with SP, parameter-gather overlap with ZeRO-1/2). See ParallelConfig. */
     bool tp_comm_overlap = false;
     bool overlap_param_gather = false;
+    bool moe_a2a_overlap = false; ///< applied where ep > 1 and there are two or more micro-batches
     bool fp8_linears = false;
     bool eager_kernels = false;
     /** Not an AutoDist key: the training framework the plan is for ("framework" in JSON: generic, megatron-core,
