@@ -55,12 +55,17 @@ Cluster h100Node(int nodes = 1)
     return loadCluster("h100-sxm", nodes, 8);
 }
 
-const Layer& firstBlock(const CostModel& model)
+const Layer& firstBlock(const std::vector<Layer>& layers)
 {
-    for (const auto& layer : model.layers())
+    for (const auto& layer : layers)
         if (layer.kind == LayerKind::Block)
             return layer;
     throw std::logic_error("no block");
+}
+
+const Layer& firstBlock(const CostModel& model)
+{
+    return firstBlock(model.layers());
 }
 
 double relativeError(double actual, double expected)
@@ -298,11 +303,7 @@ private Q_SLOTS:
         const auto graph = korthikantiGraph();
         const auto producer = graph->producers();
         const auto layers = layersByModule(*graph);
-        const Layer* block = nullptr;
-        for (const auto& layer : layers)
-            if (layer.kind == LayerKind::Block && !block)
-                block = &layer;
-        QVERIFY(block);
+        const Layer* block = &firstBlock(layers);
         const auto source = makeDatasheetCostSource(h100Node(), {});
         LayerLayout layout;
         layout.micro_batch = kBatch;
@@ -428,6 +429,32 @@ private Q_SLOTS:
         config.zero_stage = 3;
         QVERIFY(model.evaluate(config, workload).reason.find("does not overlap expert all-to-alls")
                 != std::string::npos);
+    }
+
+    void expertGroupedGemmPadsAndReadsWeights()
+    {
+        // Qwen3-30B-A3B: 128 experts of [2048 x 768], top-8. One device, no EP.
+        // - 4,096 tokens: 256 rows per expert, whole 128-row tiles: the experts cost the plain GEMM time.
+        // - 16 tokens: 128 token copies over 128 experts, one row each: every expert's matrices are read.
+        const auto source = makeDatasheetCostSource(h100Node(), {});
+        const auto expertsForward = [&](std::int64_t seq) {
+            BuildOptions options;
+            options.seq_len = seq;
+            const auto graph = std::make_shared<const ModelGraph>(loadModel("qwen3-30b-a3b", options));
+            const auto producer = graph->producers();
+            const auto layers = layersByModule(*graph);
+            Layer experts = firstBlock(layers);
+            experts.ops.clear();
+            for (const auto id : firstBlock(layers).ops)
+                if (graph->op(id).kind == OpKind::MoeExperts)
+                    experts.ops.push_back(id);
+            return computeLayerCost(*graph, producer, experts, LayerLayout {}, *source).forward;
+        };
+        const double rows = 4096.0 * 8;
+        const double plain = source->matmulTime(3 * rows, 768, 2048, DType::BF16);
+        QVERIFY(relativeError(expertsForward(4096), plain) < 1e-12);
+        const double weights = source->memoryTime(128.0 * 3 * 2048 * 768 * 2);
+        QVERIFY(relativeError(expertsForward(16), weights) < 1e-12);
     }
 
     void tiedEmbeddingGradsMeetAfterTheFlush()

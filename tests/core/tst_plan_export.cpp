@@ -549,6 +549,28 @@ private Q_SLOTS:
         QCOMPARE(imported.config.ep, 8);
     }
 
+    void megatronExportCarriesLatentAttentionAndExperts()
+    {
+        // DeepSeek-V3 as Megatron builds it: MLA's ranks and head dims, 256 routed experts of 2,048 with one shared
+        // expert, and three dense layers before the MoE ones.
+        ParallelConfig config;
+        config.pp = 16;
+        config.dp = 128;
+        config.ep = 64;
+        config.num_microbatches = 16;
+        config.zero_stage = 1;
+        config.recompute = RecomputeKind::Full;
+        config.framework = Framework::MegatronCore;
+        const auto c = makeCase("deepseek-v3", 256, config);
+        const ExportResult result = exportPlan(ExportTarget::Megatron, c->plan, *c->graph, c->plan.cluster, nullptr);
+        for (const char* flag :
+             {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
+              "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--num-experts 256", "--moe-router-topk 8",
+              "--moe-ffn-hidden-size 2048", "--ffn-hidden-size 18432", "--moe-shared-expert-intermediate-size 2048",
+              "--moe-layer-freq '[0,0,0,1,1", "--moe-grouped-gemm", "--disable-bias-linear"})
+            QVERIFY2(result.text.find(flag) != std::string::npos, flag);
+    }
+
     void exportsNameTheFrameworkProfile_data()
     {
         QTest::addColumn<int>("target");

@@ -4,6 +4,7 @@
 #include "shardscape/support/strings.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -157,6 +158,31 @@ Fp8Casts fp8CastsOf(double m, double n, double k, Float8Recipe recipe)
  * sequence 512/1k/2k/4k/8k/16k both follow L / (L + 230-250).
  */
 constexpr double kAttentionFixedKvTokens = 256;
+
+/** Rows of one tile of a grouped GEMM's output (CUTLASS / cuBLAS grouped kernels on Hopper and Ampere use 128-row
+    tiles): an expert's rows are tiled on their own, so its last tile is padded. */
+constexpr double kGroupedGemmTileRows = 128;
+
+/** The local experts' grouped GEMM (Megatron's GroupedMLP / TEGroupedLinear, torchtitan's grouped_mm): one launch,
+    but each expert is tiled on its own, and every expert that receives a token reads its whole weights. */
+struct ExpertGroups
+{
+    double padding = 1; ///< computed rows over real rows (each expert's last tile padded)
+    double weight_elements = 0; ///< elements of one weight matrix over the experts that receive tokens
+};
+
+ExpertGroups expertGroups(const Op& op, const Gemm& g, int ep)
+{
+    const double matrices = std::max<double>(1, static_cast<double>(op.params.size()));
+    const double rows = g.m / matrices; // routed token copies on this device, per matrix
+    const double local = std::max(1.0, static_cast<double>(op.num_experts) / std::max(1, ep));
+    const double occupied = std::min(local, std::max(1.0, rows));
+    const double perExpert = std::max(1.0, rows / occupied);
+    ExpertGroups e;
+    e.padding = std::ceil(perExpert / kGroupedGemmTileRows) * kGroupedGemmTileRows / perExpert;
+    e.weight_elements = occupied * g.k * g.n;
+    return e;
+}
 
 /** Time of a flash-attention kernel of `flops` (unmasked) whose thread blocks loop over `kvTokens` keys each. */
 double attentionKernelTime(const CostSource& source, double flops, double kvTokens, DType dtype)
@@ -368,14 +394,24 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             const DType gemmType = fp8 ? DType::FP8 : dtype;
             const double rowwise
                 = fp8 && layout.fp8_recipe == Float8Recipe::Rowwise ? 1.0 / kRowwiseGemmRelativeThroughput : 1.0;
-            const double mc = g.m / chunks;
-            fwd = chunks * source.matmulTime(mc, g.n, g.k, gemmType) * rowwise;
+            // The experts' grouped GEMM computes its padded rows; with few tokens per expert, reading (or, for the
+            // weight gradient, writing) every receiving expert's matrices is what takes the time.
+            const bool grouped = op.kind == OpKind::MoeExperts && op.num_experts > 0;
+            const ExpertGroups groups = grouped ? expertGroups(op, g, layout.ep) : ExpertGroups {};
+            const double weights = grouped ? source.memoryTime(static_cast<double>(op.params.size())
+                                                               * groups.weight_elements * dtypeBytes(gemmType))
+                                           : 0;
+            const double m = g.m * groups.padding;
+            const double mc = m / chunks;
+            fwd = std::max(chunks * source.matmulTime(mc, g.n, g.k, gemmType) * rowwise, weights);
             bwdIn = bwdInputFlops > 0
-                ? chunks * source.matmulTime(mc, g.k, g.n, gemmType) * rowwise * bwdInputFlops / fwdFlops
+                ? std::max(chunks * source.matmulTime(mc, g.k, g.n, gemmType) * rowwise * bwdInputFlops / fwdFlops,
+                           weights)
                 : 0;
             // The weight-gradient GEMM reduces over all m rows at once (it is not part of the pipelined overlap).
-            bwdW = bwdWeightFlops > 0 ? source.matmulTime(g.k, g.n, g.m, gemmType) * rowwise * bwdWeightFlops / fwdFlops
-                                      : 0;
+            bwdW = bwdWeightFlops > 0
+                ? std::max(source.matmulTime(g.k, g.n, m, gemmType) * rowwise * bwdWeightFlops / fwdFlops, weights)
+                : 0;
             if (fp8) {
                 // Dynamic-scaling casts of each GEMM's operands (the recipe decides which are cast again).
                 const Fp8Casts casts = fp8CastsOf(g.m, g.n, g.k, layout.fp8_recipe);

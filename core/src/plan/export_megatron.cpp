@@ -166,7 +166,9 @@ bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
     const ParallelConfig& c = context.config();
     add(args, "--num-layers", cat(t.num_layers));
     add(args, "--hidden-size", cat(t.hidden));
-    add(args, "--ffn-hidden-size", cat(t.ffn_hidden));
+    // An MoE model's --ffn-hidden-size is its dense layers' width; the experts' is --moe-ffn-hidden-size.
+    add(args, "--ffn-hidden-size",
+        cat(t.num_experts > 0 && t.dense_ffn_hidden > 0 ? t.dense_ffn_hidden : t.ffn_hidden));
     add(args, "--num-attention-heads", cat(t.num_heads));
     if (t.num_kv_heads != t.num_heads) {
         add(args, "--group-query-attention");
@@ -182,15 +184,46 @@ bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
     add(args, "--position-embedding-type", t.learned_positions ? "learned_absolute" : "rope");
     if (!t.tied_embeddings)
         add(args, "--untie-embeddings-and-output-weights");
-    if (t.family == "llama" || t.family == "mistral" || t.family == "mixtral" || t.family == "qwen2")
+    if (t.family != "gpt2" && t.family != "gpt_oss")
         add(args, "--disable-bias-linear");
-    if (t.family == "qwen2")
+    if (t.family == "qwen2" || t.family == "qwen2_moe")
         add(args, "--add-qkv-bias");
+    if (t.qk_norm)
+        add(args, "--qk-layernorm");
+    if (t.kv_lora_rank > 0) {
+        // megatron/training/arguments.py: MLA's no-rope and rope parts of a query/key head, the value head.
+        add(args, "--multi-latent-attention");
+        if (t.q_lora_rank > 0)
+            add(args, "--q-lora-rank", cat(t.q_lora_rank));
+        add(args, "--kv-lora-rank", cat(t.kv_lora_rank));
+        add(args, "--qk-head-dim", cat(t.qk_nope_head_dim));
+        add(args, "--qk-pos-emb-head-dim", cat(t.qk_rope_head_dim));
+        add(args, "--v-head-dim", cat(t.v_head_dim));
+    }
+    if (t.attention_window > 0)
+        context.note(cat("the model attends a ", t.attention_window,
+                         "-token window in its local layers; the plan costs "
+                         "that, set Megatron's --window-size for it (it is not written here)"));
+    if (t.sandwich_norms)
+        context.note("Gemma's post-attention and post-MLP norms have no Megatron-LM flag: the export trains "
+                     "pre-norm blocks");
     add(args, "--attention-dropout", fixed(t.dropout, 2));
     add(args, "--hidden-dropout", fixed(t.dropout, 2));
     if (t.num_experts > 0) {
         add(args, "--num-experts", cat(t.num_experts));
         add(args, "--moe-router-topk", cat(t.top_k));
+        add(args, "--moe-ffn-hidden-size", cat(t.ffn_hidden));
+        add(args, "--moe-grouped-gemm");
+        add(args, "--moe-token-dispatcher-type", "alltoall");
+        if (t.shared_expert_ffn > 0)
+            add(args, "--moe-shared-expert-intermediate-size", cat(t.shared_expert_ffn));
+        if (t.first_dense_layers > 0 || t.moe_layer_step > 1) {
+            // One entry per layer, 1 for MoE (megatron/training/arguments.py moe_freq_type).
+            std::string pattern = "[";
+            for (std::int64_t i = 0; i < t.num_layers; ++i)
+                pattern += cat(i ? "," : "", t.isMoeLayer(i) ? 1 : 0);
+            add(args, "--moe-layer-freq", pattern + "]");
+        }
         if (c.ep > 1 && c.tp > 1 && !c.sequence_parallel)
             context.note("Megatron-LM requires --sequence-parallel when expert and tensor parallelism are combined");
     }
