@@ -105,6 +105,8 @@ private slots:
     void initTestCase();
     void cleanup();
     void planJobMatchesCore();
+    void everyOnnxTestModelPlans_data();
+    void everyOnnxTestModelPlans();
     void candidatesModelRowsAndSorting();
     void layersModelFeedsThePlanner();
     void progressIsThrottledAndNamesThePhase();
@@ -166,6 +168,34 @@ void TestUiApp::planJobMatchesCore()
         QVERIFY2(sameConfig(result->top[i].config, expected.top[i].config), expected.top[i].config.describe().c_str());
         QCOMPARE(result->top[i].step_time, expected.top[i].step_time);
     }
+}
+
+void TestUiApp::everyOnnxTestModelPlans_data()
+{
+    QTest::addColumn<QString>("file");
+    for (const char* file : {"gpt_tiny.onnx", "llama_tiny.onnx", "llama_tiny_generic.onnx", "fused_ops.onnx",
+                             "matmul_shapes.onnx", "gpt_6block.onnx", "llama_5block.onnx"})
+        QTest::newRow(file) << QString(file);
+}
+
+void TestUiApp::everyOnnxTestModelPlans()
+{
+    // The app's Plan on every ONNX file the importer accepts (torch's deeper exports once crashed the whole app).
+#ifdef SHARDSCAPE_HAVE_ONNX
+    QFETCH(QString, file);
+    PlanJob job;
+    QSignalSpy available(&job, &PlanJob::planAvailable);
+    QSignalSpy failed(&job, &PlanJob::failed);
+    PlanRequest request = smallRequest(std::string(SHARDSCAPE_SOURCE_DIR "/tests/data/onnx/") + file.toStdString());
+    request.global_batch = 16;
+    job.start(request);
+    QVERIFY2(available.wait(kPlanTimeoutMs),
+             failed.isEmpty() ? "timeout" : qPrintable(failed.first().at(0).toString()));
+    const auto result = available.takeFirst().at(0).value<std::shared_ptr<const PlanResult>>();
+    QVERIFY(result && !result->top.empty());
+#else
+    QSKIP("built without ONNX support");
+#endif
 }
 
 void TestUiApp::candidatesModelRowsAndSorting()
