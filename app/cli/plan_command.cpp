@@ -94,7 +94,7 @@ void printCandidates(const std::vector<Evaluation>& top, const CostModel& model)
                       cat(c.pp),
                       cat(c.dp),
                       cat(c.cp),
-                      cat(c.ep),
+                      c.expertTp() != c.tp ? cat(c.ep, "/", c.expertTp()) : cat(c.ep),
                       cat(c.vpp),
                       cat(c.micro_batch),
                       cat(c.num_microbatches),
@@ -111,6 +111,9 @@ void printCandidates(const std::vector<Evaluation>& top, const CostModel& model)
                       oomRiskText(e)});
     }
     table.print(std::cout);
+    if (std::any_of(top.begin(), top.end(), [](const Evaluation& e) { return e.config.expertTp() != e.config.tp; }))
+        std::cout << "ep/etp: expert parallelism / expert tensor parallelism, where the experts are split over fewer "
+                     "ranks than tp (Megatron --expert-tensor-parallel-size)\n";
     if (!top.empty() && top.front().config.pp > 1) {
         std::cout << "stages of #1:";
         for (const auto& stage : top.front().stages)

@@ -46,6 +46,7 @@ struct SimulateOptions
     int vpp = 1;
     int cp = 1;
     int ep = 1;
+    int etp = 0;
     int micro_batch = 1;
     std::int64_t global_batch = 0;
     int zero = 0;
@@ -165,10 +166,12 @@ std::string wayOut(const Evaluation& e, const CostModel& model, const SimulateOp
                 valid.push_back(cat(d));
             return cat("tp must divide the heads, key/value heads and FFN size; valid tp: ", join(valid, ", "));
         }
-        if (c.ep > 1 && (t.num_experts == 0 || t.num_experts % c.ep || (c.dp * c.cp) % c.ep))
-            return t.num_experts == 0
-                ? std::string("leave --ep out for a dense model")
-                : cat("pick an ep that divides the ", t.num_experts, " experts and dp x cp = ", c.dp * c.cp);
+        if (c.ep > 1 && (t.num_experts == 0 || t.num_experts % c.ep || (c.tp * c.cp * c.dp) % (c.ep * c.expertTp())))
+            return t.num_experts == 0 ? std::string("leave --ep out for a dense model")
+                                      : cat("pick an ep that divides the ", t.num_experts,
+                                            " experts and tp x cp x dp / etp = ", c.tp * c.cp * c.dp / c.expertTp());
+        if (c.etp > 0 && (c.tp % c.etp || t.ffn_hidden % c.etp))
+            return cat("pick an --etp that divides tp ", c.tp, " and the experts' FFN size ", t.ffn_hidden);
     } else if (c.ep > 1) {
         return "leave --ep out for a dense model";
     }
@@ -389,6 +392,7 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     o.dp = c.dp;
     o.cp = c.cp;
     o.ep = c.ep;
+    o.etp = c.etp;
     o.vpp = c.vpp;
     o.micro_batch = c.micro_batch;
     o.zero = c.zero_stage;
@@ -478,6 +482,7 @@ int runSimulate(const SimulateOptions& given)
     config.dp = o.dp;
     config.cp = o.cp;
     config.ep = o.ep;
+    config.etp = o.etp;
     config.vpp = o.vpp;
     config.micro_batch = o.micro_batch;
     config.zero_stage = o.zero;
@@ -600,9 +605,14 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
                         "block); implies recompute=modules")
             ->delimiter(','));
     configuration.push_back(
-        cmd->add_option("--ep", o->ep, "expert-parallel degree (MoE; experts spread over dp x cp ranks)")
+        cmd->add_option("--ep", o->ep, "expert-parallel degree (MoE; ep x etp must divide tp x cp x dp)")
             ->check(degree)
             ->capture_default_str());
+    configuration.push_back(
+        cmd->add_option("--etp", o->etp,
+                        "expert tensor-parallel degree (MoE; Megatron --expert-tensor-parallel-size; "
+                        "default tp, must divide tp; below tp needs --sequence-parallel)")
+            ->check(CLI::Range(1, 1048576)));
     configuration.push_back(
         cmd->add_flag("--sequence-parallel", o->sequence_parallel, "Megatron sequence parallelism (needs tp > 1)"));
     configuration.push_back(cmd->add_flag("--tp-comm-overlap", o->tp_comm_overlap,

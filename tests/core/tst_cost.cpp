@@ -457,6 +457,52 @@ private Q_SLOTS:
         QVERIFY(relativeError(expertsForward(16), weights) < 1e-12);
     }
 
+    void expertTensorParallelFoldsTheExperts()
+    {
+        // Qwen3-30B-A3B on 16 GPUs, tp 2 with SP. Experts split by tp (etp 2) or whole on each rank (etp 1).
+        BuildOptions options;
+        options.seq_len = 4096;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("qwen3-30b-a3b", options));
+        const Cluster cluster = h100Node(2);
+        CostModel model(graph, cluster);
+        const std::size_t block = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+        ParallelConfig config;
+        config.tp = 2;
+        config.sequence_parallel = true;
+        config.dp = 8;
+        config.framework = Framework::MegatronCore;
+        const double split = model.layerCost(block, config).other_comm;
+        config.etp = 1;
+        const double whole = model.layerCost(block, config).other_comm;
+        // etp 2 all-gathers the routed tokens (top-8 copies of each rank's 2,048 tokens) over the pair before the
+        // expert GEMMs and reduce-scatters after, forward and backward; etp 1 keeps each rank's tokens.
+        const double routed = 4096.0 * 2048 * 2 * 8 / 2 * 2;
+        const auto source = makeDatasheetCostSource(cluster, {});
+        const double pair = source->collectiveTime(Collective::AllGather, routed, {2, 2})
+            + source->collectiveTime(Collective::ReduceScatter, routed, {2, 2});
+        QCOMPARE(whole, 0.0);
+        QVERIFY2(relativeError(split, 2 * pair) < 1e-12,
+                 (std::to_string(split) + " vs " + std::to_string(2 * pair)).c_str());
+        // Memory: ep 8 x etp 1 folds over tp x dp = 16 ranks; each holds 16 of the 128 experts whole, and
+        // their optimizer states shard over the 2 expert replicas.
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        config.ep = 8;
+        config.zero_stage = 1;
+        const Evaluation e = model.evaluate(config, workload);
+        QVERIFY2(e.feasible, e.reason.c_str());
+        QCOMPARE(config.expertDp(), 2);
+        double experts = 0;
+        for (const auto& tensor : graph->tensors())
+            if (tensor.is_param && tensor.name.find(".experts.") != std::string::npos)
+                experts += static_cast<double>(tensor.elements());
+        QVERIFY(e.stages.front().memory.weights > 2 * experts / 8);
+        config.ep = 16; // ep x etp = 16 still folds; ep 32 does not
+        QVERIFY(model.evaluate(config, workload).feasible);
+        config.ep = 32;
+        QVERIFY(model.evaluate(config, workload).reason.find("must divide tp x cp x dp") != std::string::npos);
+    }
+
     void tiedEmbeddingGradsMeetAfterTheFlush()
     {
         // GPT-2 ties its input and output embeddings: with two pipeline ranks and no data parallelism the only

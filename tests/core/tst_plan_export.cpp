@@ -524,10 +524,13 @@ private Q_SLOTS:
 
     void expertAllToAllOverlapRoundTrips()
     {
-        // A Megatron export of an MoE plan with the all-to-all overlap carries Megatron's two flags, and the
-        // importer turns them back into the switch.
+        // A Megatron export of an MoE plan with the all-to-all overlap and whole experts (etp 1 under tp 2) carries
+        // Megatron's flags for both, and the importer turns them back into the plan's settings.
         ParallelConfig config;
-        config.dp = 32;
+        config.tp = 2;
+        config.sequence_parallel = true;
+        config.etp = 1;
+        config.dp = 16;
         config.ep = 8;
         config.num_microbatches = 2;
         config.zero_stage = 1;
@@ -537,7 +540,8 @@ private Q_SLOTS:
         const auto c = makeCase("qwen3-30b-a3b", 4, config);
         QVERIFY2(c->evaluation.feasible, c->evaluation.reason.c_str());
         const ExportResult result = exportPlan(ExportTarget::Megatron, c->plan, *c->graph, c->plan.cluster, nullptr);
-        for (const char* flag : {"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"})
+        for (const char* flag :
+             {"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute", "--expert-tensor-parallel-size 1"})
             QVERIFY2(result.text.find(flag) != std::string::npos, flag);
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
@@ -547,6 +551,7 @@ private Q_SLOTS:
             = importJobConfig(writeExport(dir, "job", ExportTarget::Megatron, result.text), options);
         QVERIFY(imported.config.moe_a2a_overlap);
         QCOMPARE(imported.config.ep, 8);
+        QCOMPARE(imported.config.expertTp(), 1);
     }
 
     void megatronExportCarriesLatentAttentionAndExperts()

@@ -12,6 +12,7 @@
 #include <functional>
 #include <numeric>
 #include <sstream>
+#include <unordered_set>
 
 namespace shardscape {
 
@@ -138,6 +139,75 @@ CostModel::CostModel(std::shared_ptr<const ModelGraph> graph, Cluster cluster, C
         flops += layer.flops_fwd + layer.flops_bwd;
     }
     m_flopsPerToken = flops / m_graph->tokens();
+
+    // Which layers use each parameter: one that several use (a tied embedding) is kept aside per layer.
+    std::unordered_map<TensorId, int> users;
+    for (const auto& layer : m_layers) {
+        std::unordered_set<TensorId> mine;
+        for (const auto id : layer.ops)
+            for (const auto t : m_graph->op(id).params)
+                if (mine.insert(t).second)
+                    ++users[t];
+    }
+    m_paramParts.resize(m_layers.size());
+    for (std::size_t l = 0; l < m_layers.size(); ++l) {
+        std::unordered_set<TensorId> seen;
+        for (const auto id : m_layers[l].ops) {
+            const Op& op = m_graph->op(id);
+            for (const auto t : op.params) {
+                if (!seen.insert(t).second)
+                    continue;
+                if (users[t] > 1) {
+                    m_paramParts[l].shared.push_back(t);
+                    continue;
+                }
+                const Tensor& tensor = m_graph->tensor(t);
+                const double elements = static_cast<double>(tensor.elements());
+                const bool expert = op.kind == OpKind::MoeExperts;
+                (expert ? (tensor.tp_sharded ? m_paramParts[l].expert_split : m_paramParts[l].expert_whole)
+                        : (tensor.tp_sharded ? m_paramParts[l].dense_split : m_paramParts[l].dense_whole))
+                    += elements;
+            }
+        }
+    }
+}
+
+LayerParams CostModel::spanParams(int first, int last, const ParallelConfig& c) const
+{
+    LayerParams p;
+    const double ep = std::max(1, c.ep);
+    std::vector<TensorId> shared;
+    for (int l = first; l <= last; ++l) {
+        const LayerParamParts& parts = m_paramParts[static_cast<std::size_t>(l)];
+        p.dense += parts.dense_split / c.tp + parts.dense_whole;
+        p.expert += (parts.expert_split / c.expertTp() + parts.expert_whole) / ep;
+        shared.insert(shared.end(), parts.shared.begin(), parts.shared.end());
+    }
+    if (!shared.empty()) {
+        // Tied weights: what paramsPerDevice does for the few tensors several layers use.
+        std::vector<const Layer*> members;
+        for (int l = first; l <= last; ++l)
+            if (!m_paramParts[static_cast<std::size_t>(l)].shared.empty())
+                members.push_back(&m_layers[static_cast<std::size_t>(l)]);
+        std::sort(shared.begin(), shared.end());
+        shared.erase(std::unique(shared.begin(), shared.end()), shared.end());
+        for (const auto t : shared) {
+            const Tensor& tensor = m_graph->tensor(t);
+            // The op kind decides dense or expert: find one op of the span that reads it.
+            bool expert = false;
+            for (const Layer* layer : members)
+                for (const auto id : layer->ops)
+                    for (const auto q : m_graph->op(id).params)
+                        if (q == t && m_graph->op(id).kind == OpKind::MoeExperts)
+                            expert = true;
+            const double elements = static_cast<double>(tensor.elements());
+            if (expert)
+                p.expert += elements / (tensor.tp_sharded ? c.expertTp() : 1) / ep;
+            else
+                p.dense += elements / (tensor.tp_sharded ? c.tp : 1);
+        }
+    }
+    return p;
 }
 
 GroupShape CostModel::groupShape(const ParallelConfig& config, std::string_view dims) const
@@ -246,17 +316,27 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
             return cat("tp ", c.tp, " does not divide the ", t.num_heads, " attention heads");
         if (t.num_kv_heads % c.tp)
             return cat("tp ", c.tp, " does not divide the ", t.num_kv_heads, " key/value heads");
-        if (t.ffn_hidden % c.tp)
-            return cat("tp ", c.tp, " does not divide the FFN size ", t.ffn_hidden);
+        // Dense MLPs (and shared experts) split by tp, routed experts by etp.
+        const std::int64_t denseFfn = t.num_experts > 0 && t.dense_ffn_hidden > 0 ? t.dense_ffn_hidden : t.ffn_hidden;
+        if ((t.num_experts == 0 || t.first_dense_layers > 0 || t.moe_layer_step > 1) && denseFfn % c.tp)
+            return cat("tp ", c.tp, " does not divide the FFN size ", denseFfn);
+        if (t.shared_expert_ffn % c.tp)
+            return cat("tp ", c.tp, " does not divide the shared expert's FFN size ", t.shared_expert_ffn);
+        if (t.num_experts > 0 && t.ffn_hidden % c.expertTp())
+            return cat("etp ", c.expertTp(), " does not divide the experts' FFN size ", t.ffn_hidden);
         if (c.ep > 1 && (t.num_experts == 0 || t.num_experts % c.ep))
             return t.num_experts == 0 ? std::string("ep > 1 needs a mixture-of-experts model")
                                       : cat("ep ", c.ep, " does not divide the ", t.num_experts, " experts");
     } else if (c.ep > 1) {
         return "ep > 1 needs a mixture-of-experts model";
     }
-    if (c.ep > 1 && (c.dp * c.cp) % c.ep)
-        return cat("ep ", c.ep, " must divide dp x cp = ", c.dp * c.cp,
-                   " (experts are spread over data-parallel ranks)");
+    if (c.etp < 0 || (c.etp > 0 && (c.etp > c.tp || c.tp % c.etp)))
+        return cat("etp ", c.etp, " must divide tp ", c.tp, " (experts split over part of the tensor-parallel ranks)");
+    if (c.etp > 0 && c.etp != c.tp && c.sequence_parallel == false && c.tp > 1)
+        return "etp < tp needs sequence parallelism (each tensor-parallel rank routes its own tokens)";
+    if (c.ep > 1 && (c.tp * c.cp * c.dp) % (c.ep * c.expertTp()))
+        return cat("ep x etp = ", c.ep * c.expertTp(), " must divide tp x cp x dp = ", c.tp * c.cp * c.dp,
+                   " (Megatron folds the experts' grid over the same ranks)");
     if (c.cp > 1 && m_graph->seq_len % (2 * c.cp))
         return cat("cp ", c.cp, " needs seq_len divisible by 2 x cp (load-balanced chunks); seq_len is ",
                    m_graph->seq_len);
@@ -319,6 +399,7 @@ LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpG
     layout.tp = c.tp;
     layout.cp = c.cp;
     layout.ep = c.ep;
+    layout.etp = c.expertTp();
     layout.sequence_parallel = c.sequence_parallel;
     layout.tp_comm_overlap = c.tp_comm_overlap;
     layout.moe_a2a_overlap = c.moe_a2a_overlap;
@@ -340,7 +421,9 @@ LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpG
     layout.tp_group = tpGroup;
     layout.cp_group = cpGroup;
     // Experts spread over consecutive data-parallel ranks (Megatron's tp-cp-ep-dp order).
-    layout.ep_group = {c.ep, std::max(1, std::min(c.ep, gpusPerNode / std::max(1, c.tp * c.cp)))};
+    // The experts' grid folds etp fastest, then ep (Megatron's expert rank generator): ep ranks sit etp apart.
+    layout.ep_group = {c.ep, std::max(1, std::min(c.ep, gpusPerNode / std::max(1, c.expertTp())))};
+    layout.etp_group = {c.expertTp(), std::max(1, std::min(c.expertTp(), gpusPerNode))};
     return layout;
 }
 
@@ -382,10 +465,10 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
             subject = layer;
     }
     std::string key
-        = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.sequence_parallel, c.tp_comm_overlap,
-              c.fp8_linears, c.eager_kernels, c.moe_a2a_overlap, ',', c.micro_batch, ',', static_cast<int>(c.recompute),
-              ',', join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',', layout.cp_group.per_node, ',',
-              layout.ep_group.per_node, ',', layout.loss_saved_bytes_per_logit, ',',
+        = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.expertTp(), ',', c.sequence_parallel,
+              c.tp_comm_overlap, c.fp8_linears, c.eager_kernels, c.moe_a2a_overlap, ',', c.micro_batch, ',',
+              static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',',
+              layout.cp_group.per_node, ',', layout.ep_group.per_node, ',', layout.loss_saved_bytes_per_logit, ',',
               layout.loss_working_bytes_per_logit, ',', layout.selective_checkpoint_policy, ',',
               // Every layout term a framework sets (CP exchange, TP-overlap chunking, loss bytes) follows from it.
               static_cast<int>(c.framework), '|', pattern);
@@ -442,9 +525,11 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     const double weightBytes = dtypeBytes(m_graph->dtype);
     const int dpGroup = c.dp * c.cp;
     const double denseShard = static_cast<double>(dpGroup) / c.zero_ngroups;
-    const double expertShard = std::max(1.0, denseShard / c.ep);
+    const double expertShard = std::max(1.0, static_cast<double>(c.expertDp()) / c.zero_ngroups);
     const GroupShape denseSync = groupShape(c, "cp-dp");
-    const GroupShape expertSync {std::max(1, dpGroup / c.ep), std::max(1, denseSync.per_node / c.ep)};
+    // Expert replicas sit ep x etp ranks apart (Megatron's expert rank order: etp fastest, then ep, then expert dp).
+    const GroupShape expertSync {c.expertDp(),
+                                 std::max(1, std::min(c.expertDp(), m_cluster.gpus_per_node / (c.ep * c.expertTp())))};
     const GroupShape denseZero {std::max(1, dpGroup / c.zero_ngroups),
                                 std::max(1, denseSync.per_node / c.zero_ngroups)};
     const bool ppInterNode = groupShape(c, "pp").nodes() > 1;
@@ -472,10 +557,8 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
         chunk.first = next;
         chunk.last = next + counts[static_cast<std::size_t>(k)] - 1;
         next = chunk.last + 1;
-        std::vector<const Layer*> members;
         for (int l = chunk.first; l <= chunk.last; ++l) {
             const LayerCost& lc = *costs[static_cast<std::size_t>(l)];
-            members.push_back(&m_layers[static_cast<std::size_t>(l)]);
             stage.forward += lc.forward;
             stage.backward_input += lc.backward_input;
             stage.backward_weight += lc.backward_weight;
@@ -497,7 +580,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
                 ppInterNode)
             : 0;
 
-        chunk.params = paramsPerDevice(*m_graph, members, c.tp, c.ep);
+        chunk.params = spanParams(chunk.first, chunk.last, c);
         const double dense = chunk.params.dense;
         const double expert = chunk.params.expert;
         const ParameterMemory resident
@@ -509,9 +592,9 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
         // ZeRO-3 gathers and reduce-scatters one layer at a time, and FSDP holds the largest layer unsharded.
         std::vector<double> layerDense;
         if (c.zero_stage >= 2) {
-            layerDense.reserve(members.size());
-            for (const Layer* layer : members) {
-                layerDense.push_back(paramsPerDevice(*m_graph, {layer}, c.tp, c.ep).dense);
+            layerDense.reserve(static_cast<std::size_t>(chunk.last - chunk.first + 1));
+            for (int l = chunk.first; l <= chunk.last; ++l) {
+                layerDense.push_back(spanParams(l, l, c).dense);
                 chunk.largestLayerParams = std::max(chunk.largestLayerParams, layerDense.back());
             }
         }
@@ -710,11 +793,11 @@ CostModel::LayerProfile CostModel::layerProfile(const ParallelConfig& c) const
     const auto costs = layerCosts(c);
     const double weightBytes = dtypeBytes(m_graph->dtype);
     const double denseShard = static_cast<double>(c.dp * c.cp) / c.zero_ngroups;
-    const double expertShard = std::max(1.0, denseShard / c.ep);
+    const double expertShard = std::max(1.0, static_cast<double>(c.expertDp()) / c.zero_ngroups);
     const FrameworkProfile& framework = frameworkProfile(c.framework);
     for (std::size_t l = 0; l < m_layers.size(); ++l) {
         const LayerCost& lc = *costs[l];
-        const LayerParams p = paramsPerDevice(*m_graph, {&m_layers[l]}, c.tp, c.ep);
+        const LayerParams p = spanParams(static_cast<int>(l), static_cast<int>(l), c);
         profile.time.push_back(lc.forward + lc.backward_input + lc.backward_weight);
         profile.static_bytes.push_back(
             parameterMemory(framework, m_params, c, p, m_graph->dtype, {denseShard, expertShard}).total());

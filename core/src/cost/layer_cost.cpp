@@ -389,7 +389,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             : 1;
         double fwd = 0, bwdIn = 0, bwdW = 0;
         if (isGemm(op.kind) && fwdFlops > 0) {
-            const Gemm g = gemmOf(graph, op, fwdFlops, split ? tp : 1);
+            const Gemm g = gemmOf(graph, op, fwdFlops, op.kind == OpKind::MoeExperts ? layout.etp : (split ? tp : 1));
             const bool fp8 = runsInFp8(op, layout);
             const DType gemmType = fp8 ? DType::FP8 : dtype;
             const double rowwise
@@ -556,6 +556,24 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                 otherBwd += 2 * a2a;
             }
         }
+        if (op.kind == OpKind::MoeExperts && layout.etp > 1 && !op.inputs.empty()) {
+            // Experts split over etp ranks (Megatron's alltoall dispatcher): with sequence parallelism the routed
+            // tokens are all-gathered over the etp group before the expert GEMMs and the outputs reduce-scattered
+            // after them (backward: the reverse); without it each rank holds every token and the row-split down
+            // projection's output is all-reduced (backward: the input gradient), as in a dense MLP.
+            const double tokens = bytesOf.full(op.inputs.front());
+            if (layout.sequence_parallel) {
+                const double routed = tokens * std::max(1, op.top_k) / tp * layout.etp;
+                const double pair = source.collectiveTime(Collective::AllGather, routed, layout.etp_group)
+                    + source.collectiveTime(Collective::ReduceScatter, routed, layout.etp_group);
+                otherFwd += pair;
+                otherBwd += pair;
+            } else {
+                const double allReduce = source.collectiveTime(Collective::AllReduce, tokens, layout.etp_group);
+                otherFwd += allReduce;
+                otherBwd += allReduce;
+            }
+        }
     }
 
     // The biggest temporary a layer's backward holds twice (input and gradient); the logits are in the loss's
@@ -642,7 +660,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     return cost;
 }
 
-LayerParams paramsPerDevice(const ModelGraph& graph, const std::vector<const Layer*>& layers, int tp, int ep)
+LayerParams paramsPerDevice(const ModelGraph& graph, const std::vector<const Layer*>& layers, int tp, int ep, int etp)
 {
     LayerParams p;
     std::unordered_set<TensorId> seen;
@@ -655,7 +673,7 @@ LayerParams paramsPerDevice(const ModelGraph& graph, const std::vector<const Lay
                 const Tensor& tensor = graph.tensor(t);
                 const double elements = static_cast<double>(tensor.elements());
                 if (op.kind == OpKind::MoeExperts)
-                    p.expert += elements / (tensor.tp_sharded ? tp : 1) / std::max(1, ep);
+                    p.expert += elements / (tensor.tp_sharded ? std::max(1, etp) : 1) / std::max(1, ep);
                 else
                     p.dense += elements / (tensor.tp_sharded ? tp : 1);
             }

@@ -35,6 +35,8 @@ std::string ParallelConfig::describe() const
         text += cat(" cp", cp);
     if (ep > 1)
         text += cat(" ep", ep);
+    if (etp > 0 && etp != tp)
+        text += cat(" etp", etp);
     if (vpp > 1)
         text += cat(" vpp", vpp);
     text += cat(" mb", micro_batch, " m", num_microbatches, " zero", zero_stage);

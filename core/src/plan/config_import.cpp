@@ -385,9 +385,7 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
     c.eager_kernels = !(root["compile"]["enable"].value_or(false) || root["training"]["compile"].value_or(false));
     const std::int64_t etp = parallelism.integer("expert_tensor_parallel_degree", 1, kMaxDegree).value_or(1);
     if (c.ep > 1 && etp != c.tp)
-        out.warnings.push_back(cat("expert_tensor_parallel_degree ", etp,
-                                   " carves expert parallelism out of the TP ranks too; simulated with the experts "
-                                   "split by TP and EP taken from dp x cp"));
+        c.etp = static_cast<int>(etp);
 
     // Pipeline schedule and stages.
     const std::string scheduleName = parallelism.string("pipeline_parallel_schedule").value_or("1F1B");

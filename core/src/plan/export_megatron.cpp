@@ -262,6 +262,8 @@ std::string exportMegatron(Context& context)
     add(args, "--context-parallel-size", cat(c.cp));
     if (c.ep > 1 || (context.model.transformer && context.model.transformer->num_experts > 0))
         add(args, "--expert-model-parallel-size", cat(c.ep));
+    if (c.expertTp() != c.tp)
+        add(args, "--expert-tensor-parallel-size", cat(c.expertTp()));
     add(args, "--micro-batch-size", cat(c.micro_batch));
     add(args, "--global-batch-size", cat(context.plan.global_batch));
     zeroArgs(context, args);

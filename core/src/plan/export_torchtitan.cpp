@@ -219,8 +219,10 @@ Table parallelismTable(Context& context)
     if (t && t->num_experts > 0) {
         table.values.push_back(integer("expert_parallel_degree", c.ep));
         if (c.ep > 1)
-            table.values.push_back(integer("expert_tensor_parallel_degree", c.tp,
-                                           "experts split by TP too: EP ranks come from dp x cp, as planned"));
+            table.values.push_back(integer("expert_tensor_parallel_degree", c.expertTp(),
+                                           c.expertTp() == c.tp
+                                               ? "experts split by TP too, as planned"
+                                               : "experts split over fewer ranks than TP, as planned"));
     }
     if (c.tp_comm_overlap)
         table.values.push_back(boolean("enable_async_tensor_parallel", true, "needs [compile] enable"));

@@ -835,6 +835,8 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
     c.pp = static_cast<int>(args.integer("--pipeline-model-parallel-size", 1, kMaxDegree).value_or(1));
     c.cp = static_cast<int>(args.integer("--context-parallel-size", 1, kMaxDegree).value_or(1));
     c.ep = static_cast<int>(args.integer("--expert-model-parallel-size", 1, kMaxDegree).value_or(1));
+    if (const auto etp = args.integer("--expert-tensor-parallel-size", 1, kMaxDegree))
+        c.etp = static_cast<int>(*etp) == c.tp ? 0 : static_cast<int>(*etp);
 
     // DP = world / (TP x PP x CP); the world comes from the launcher.
     std::int64_t world = std::int64_t {out.nodes} * out.gpus_per_node;

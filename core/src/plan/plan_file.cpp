@@ -167,6 +167,7 @@ json configJson(const ParallelConfig& c)
                  {"dp", c.dp},
                  {"cp", c.cp},
                  {"ep", c.ep},
+                 {"etp", c.etp}, // 0: the experts split by tp
                  {"vpp", c.vpp},
                  {"micro_batch", c.micro_batch},
                  {"num_microbatches", c.num_microbatches},
@@ -257,6 +258,7 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     c.dp = intField(f, "dp", 1, kMaxDevices);
     c.cp = intField(f, "cp", 1, kMaxDevices);
     c.ep = intField(f, "ep", 1, kMaxDevices);
+    c.etp = f.has("etp") ? intField(f, "etp", 0, kMaxDevices) : 0; // 0 (and older plans): the experts split by tp
     c.vpp = intField(f, "vpp", 1, kMaxLayers);
     c.micro_batch = intField(f, "micro_batch", 1, kMaxMicroBatch);
     c.num_microbatches = intField(f, "num_microbatches", 1, kMaxMicrobatches);
@@ -311,8 +313,10 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
                "write the four dimensions fastest-varying first, e.g. tp-cp-dp-pp");
     if ((c.dp * c.cp) % c.zero_ngroups)
         f.fail("zero_ngroups", cat("value ", c.zero_ngroups, " does not divide dp x cp = ", c.dp * c.cp));
-    if ((c.dp * c.cp) % c.ep)
-        f.fail("ep", cat("value ", c.ep, " does not divide dp x cp = ", c.dp * c.cp));
+    if (c.etp > 0 && c.tp % c.etp)
+        f.fail("etp", cat("value ", c.etp, " does not divide tp = ", c.tp));
+    if ((c.tp * c.cp * c.dp) % (c.ep * c.expertTp()))
+        f.fail("ep", cat("ep x etp = ", c.ep * c.expertTp(), " does not divide tp x cp x dp = ", c.tp * c.cp * c.dp));
     if (c.sequence_parallel && c.tp == 1)
         f.fail("sequence_parallel", "sequence parallelism needs tp > 1");
     if (c.tp_comm_overlap && !c.sequence_parallel)

@@ -70,6 +70,7 @@ nlohmann::json candidateJson(const Evaluation& e, const CostModel& model)
               {"vpp", c.vpp},
               {"cp", c.cp},
               {"ep", c.ep},
+              {"etp", c.expertTp()},
               {"micro_batch", c.micro_batch},
               {"num_micro_batches", c.num_microbatches},
               {"global_batch", static_cast<std::int64_t>(c.dp) * c.micro_batch * c.num_microbatches},

@@ -199,9 +199,17 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                 if (space.world % (tp * cp * pp))
                     continue;
                 const int dp = space.world / (tp * cp * pp);
-                for (const int ep : space.ep) {
-                    if (ep > 1 && (dp * cp) % ep)
-                        continue;
+                // MoE: the experts split by tp, or whole on each rank (etp 1, Megatron's advice for fine-grained
+                // experts), when tp > 1 with sequence parallelism; ep x etp folds over tp x cp x dp.
+                std::vector<std::pair<int, int>> expertGrids;
+                std::vector<int> expertTps {tp};
+                if (tp > 1 && space.ep.size() > 1)
+                    expertTps.push_back(1);
+                for (const int ep : space.ep)
+                    for (const int etp : expertTps)
+                        if ((tp * cp * dp) % (ep * etp) == 0)
+                            expertGrids.emplace_back(ep, etp);
+                for (const auto& [ep, etp] : expertGrids) {
                     // Any divisor of the per-replica batch is a valid micro-batch (not only powers of two).
                     std::vector<int> microBatches = space.micro_batch;
                     if (microBatches.size() > 1 && space.global_batch % dp == 0) {
@@ -237,6 +245,7 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     c.pp = pp;
                                     c.dp = dp;
                                     c.ep = ep;
+                                    c.etp = etp == tp ? 0 : etp;
                                     c.vpp = vpp;
                                     c.micro_batch = mb;
                                     c.num_microbatches = m;

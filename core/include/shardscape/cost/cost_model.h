@@ -185,6 +185,18 @@ private:
                 const std::vector<double>& busy) const;
     /** Cost of every layer, looked up once per class of identical layers. */
     std::vector<const LayerCost*> layerCosts(const ParallelConfig& config) const;
+
+    /** A layer's parameter elements by how they shard, without the tensors other layers use too (tied weights),
+        which are listed so a span of layers counts each once. Built once: paramsPerDevice's sets cost too much per
+        candidate. */
+    struct LayerParamParts
+    {
+        double dense_split = 0, dense_whole = 0, expert_split = 0, expert_whole = 0;
+        std::vector<TensorId> shared;
+    };
+    std::vector<LayerParamParts> m_paramParts;
+    /** paramsPerDevice of layers [first, last] (the same figures, from m_paramParts). */
+    LayerParams spanParams(int first, int last, const ParallelConfig& config) const;
     double m_flopsPerToken = 0;
 
     mutable std::mutex m_cacheMutex;

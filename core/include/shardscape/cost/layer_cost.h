@@ -31,6 +31,7 @@ struct LayerLayout
     int tp = 1;
     int cp = 1;
     int ep = 1;
+    int etp = 1; ///< the experts' tensor-parallel width (ParallelConfig::expertTp)
     bool sequence_parallel = false;
     bool tp_comm_overlap = false; ///< SP collectives overlap the GEMMs beside them (ParallelConfig)
     bool moe_a2a_overlap = false; ///< expert all-to-alls run under another micro-batch's compute (ParallelConfig)
@@ -61,6 +62,7 @@ struct LayerLayout
     GroupShape tp_group;
     GroupShape cp_group;
     GroupShape ep_group;
+    GroupShape etp_group;
 };
 
 /** Costs of one layer for one micro-batch on one device. Seconds, bytes, FLOPs, parameter elements. */
@@ -100,7 +102,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                            const LayerLayout& layout, const CostSource& source);
 
 /** Parameters of `layer` per device; `ops` may span several layers (a pipeline stage) so tied weights count once. */
-LayerParams paramsPerDevice(const ModelGraph& graph, const std::vector<const Layer*>& layers, int tp, int ep);
+LayerParams paramsPerDevice(const ModelGraph& graph, const std::vector<const Layer*>& layers, int tp, int ep, int etp);
 
 /** True when `module` lies inside a module whose path ends with `suffix` (component-wise); "ROOT" matches all. */
 std::string matchedModule(const std::string& module, const std::vector<std::string>& suffixes);

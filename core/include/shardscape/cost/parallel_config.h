@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <algorithm>
+
 #include "shardscape/cost/framework_profile.h"
 #include "shardscape/model/dtype.h"
 #include "shardscape/sim/schedule.h"
@@ -30,11 +32,20 @@ std::optional<RecomputeKind> parseRecompute(std::string_view name);
  */
 struct ParallelConfig
 {
+    /** The experts' tensor-parallel width (etp, or tp when unset). */
+    int expertTp() const { return etp > 0 ? etp : tp; }
+    /** Ranks holding the same expert shard: tp x cp x dp / (ep x etp), over which expert gradients are synced. */
+    int expertDp() const { return std::max(1, tp * cp * dp / std::max(1, ep * expertTp())); }
+
     int tp = 1;
     int pp = 1;
     int dp = 1;
     int cp = 1;
     int ep = 1;
+    /** Expert tensor parallelism (Megatron's --expert-tensor-parallel-size): experts split over etp ranks, 0 = tp.
+        MoE layers fold their own grid: etp x ep x expert-dp = tp x cp x dp, so ep may span tensor-parallel ranks
+        once etp < tp. */
+    int etp = 0;
     int vpp = 1; ///< model chunks per pipeline rank (interleaved schedule)
     int micro_batch = 1; ///< sequences per micro-batch per data-parallel rank
     int num_microbatches = 1; ///< per step per data-parallel rank (update_freq / gradient accumulation)
