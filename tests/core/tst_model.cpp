@@ -186,17 +186,34 @@ private Q_SLOTS:
         QVERIFY(toNativeJson(loadModel(path, {})) == doc);
     }
 
+    void presetRoundTripsThroughNativeJson_data()
+    {
+        QTest::addColumn<QString>("preset");
+        // DeepSeek-V3 and Gemma 3 carry the MoE layout, MLA and window fields (written only when set).
+        for (const char* name : {"llama2-7b", "deepseek-v3", "gemma3-27b"})
+            QTest::newRow(name) << QString(name);
+    }
     void presetRoundTripsThroughNativeJson()
     {
+        QFETCH(QString, preset);
         BuildOptions options;
         options.seq_len = 512;
-        const ModelGraph graph = loadModel("llama2-7b", options);
+        const ModelGraph graph = loadModel(preset.toStdString(), options);
         const nlohmann::json doc = toNativeJson(graph);
         const ModelGraph loaded = loadNativeGraph(nlohmann::json::parse(doc.dump()), "llama2-7b.json");
         QVERIFY(toNativeJson(loaded) == doc);
         QCOMPARE(loaded.paramCount(), graph.paramCount());
         QCOMPARE(loaded.forwardFlops(), graph.forwardFlops());
         QVERIFY(loaded.transformer.has_value());
+        const TransformerShape& a = *graph.transformer;
+        const TransformerShape& b = *loaded.transformer;
+        QCOMPARE(b.kv_lora_rank, a.kv_lora_rank);
+        QCOMPARE(b.first_dense_layers, a.first_dense_layers);
+        QCOMPARE(b.shared_expert_ffn, a.shared_expert_ffn);
+        QCOMPARE(b.attention_window, a.attention_window);
+        QCOMPARE(b.global_layer_every, a.global_layer_every);
+        QCOMPARE(b.sandwich_norms, a.sandwich_norms);
+        QCOMPARE(b.qk_norm, a.qk_norm);
     }
 
     void badNativeGraphs_data()

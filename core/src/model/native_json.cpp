@@ -25,7 +25,7 @@ nlohmann::json namesOf(const ModelGraph& graph, const std::vector<TensorId>& ids
     return out;
 }
 
-nlohmann::json transformerToJson(const TransformerShape& t)
+nlohmann::json transformerCoreToJson(const TransformerShape& t)
 {
     return {{"family", t.family},
             {"hidden", t.hidden},
@@ -44,6 +44,32 @@ nlohmann::json transformerToJson(const TransformerShape& t)
             {"flash_attention", t.flash_attention},
             {"dropout", t.dropout},
             {"norm", t.norm}};
+}
+
+nlohmann::json transformerToJson(const TransformerShape& t)
+{
+    nlohmann::json doc = transformerCoreToJson(t);
+    // The MoE layout and attention variants, written only when a model has them (older files stay as they were).
+    const TransformerShape plain;
+    const auto put = [&](const char* key, auto value, auto fallback) {
+        if (value != fallback)
+            doc[key] = value;
+    };
+    put("dense_ffn_hidden", t.dense_ffn_hidden, plain.dense_ffn_hidden);
+    put("first_dense_layers", t.first_dense_layers, plain.first_dense_layers);
+    put("moe_layer_step", t.moe_layer_step, plain.moe_layer_step);
+    put("shared_expert_ffn", t.shared_expert_ffn, plain.shared_expert_ffn);
+    put("shared_expert_gate", t.shared_expert_gate, plain.shared_expert_gate);
+    put("qk_norm", t.qk_norm, plain.qk_norm);
+    put("sandwich_norms", t.sandwich_norms, plain.sandwich_norms);
+    put("q_lora_rank", t.q_lora_rank, plain.q_lora_rank);
+    put("kv_lora_rank", t.kv_lora_rank, plain.kv_lora_rank);
+    put("qk_rope_head_dim", t.qk_rope_head_dim, plain.qk_rope_head_dim);
+    put("qk_nope_head_dim", t.qk_nope_head_dim, plain.qk_nope_head_dim);
+    put("v_head_dim", t.v_head_dim, plain.v_head_dim);
+    put("attention_window", t.attention_window, plain.attention_window);
+    put("global_layer_every", t.global_layer_every, plain.global_layer_every);
+    return doc;
 }
 
 TransformerShape transformerFromJson(const nlohmann::json& doc, const std::string& origin)
@@ -67,6 +93,20 @@ TransformerShape transformerFromJson(const nlohmann::json& doc, const std::strin
     t.flash_attention = f.boolean("flash_attention", true);
     t.dropout = f.number("dropout", 0.0, 1.0);
     t.norm = f.string("norm");
+    t.dense_ffn_hidden = f.optInteger("dense_ffn_hidden", 0, 100'000'000).value_or(0);
+    t.first_dense_layers = f.optInteger("first_dense_layers", 0, kMaxTransformerLayers).value_or(0);
+    t.moe_layer_step = f.optInteger("moe_layer_step", 1, kMaxTransformerLayers).value_or(1);
+    t.shared_expert_ffn = f.optInteger("shared_expert_ffn", 0, 100'000'000).value_or(0);
+    t.shared_expert_gate = f.boolean("shared_expert_gate", false);
+    t.qk_norm = f.boolean("qk_norm", false);
+    t.sandwich_norms = f.boolean("sandwich_norms", false);
+    t.q_lora_rank = f.optInteger("q_lora_rank", 0, 1'000'000).value_or(0);
+    t.kv_lora_rank = f.optInteger("kv_lora_rank", 0, 1'000'000).value_or(0);
+    t.qk_rope_head_dim = f.optInteger("qk_rope_head_dim", 0, 1'000'000).value_or(0);
+    t.qk_nope_head_dim = f.optInteger("qk_nope_head_dim", 0, 1'000'000).value_or(0);
+    t.v_head_dim = f.optInteger("v_head_dim", 0, 1'000'000).value_or(0);
+    t.attention_window = f.optInteger("attention_window", 0, 1'000'000'000).value_or(0);
+    t.global_layer_every = f.optInteger("global_layer_every", 0, kMaxTransformerLayers).value_or(0);
     f.checkNoUnknownKeys();
     return t;
 }
