@@ -7,9 +7,12 @@
 #include "shardscape/model/hf_config.h"
 #include "shardscape/model/model_source.h"
 
+#include <nlohmann/json.hpp>
+
 #include <QTest>
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 using namespace shardscape;
 
@@ -67,6 +70,32 @@ const Layer& firstBlock(const CostModel& model)
 {
     return firstBlock(model.layers());
 }
+
+/** A preset's first block at one sequence length, costed from the H100 datasheet under any layout. */
+struct PresetBlock
+{
+    std::shared_ptr<const ModelGraph> graph;
+    std::vector<OpId> producer;
+    std::vector<Layer> layers;
+    std::shared_ptr<const CostSource> source;
+
+    PresetBlock(const std::string& preset, std::int64_t seqLen)
+    {
+        BuildOptions options;
+        options.seq_len = seqLen;
+        graph = std::make_shared<const ModelGraph>(loadModel(preset, options));
+        producer = graph->producers();
+        layers = layersByModule(*graph);
+        source = makeDatasheetCostSource(loadCluster("h100-sxm", 1, 8), {});
+    }
+    LayerCost cost(const LayerLayout& layout) const
+    {
+        for (const auto& layer : layers)
+            if (layer.kind == LayerKind::Block)
+                return computeLayerCost(*graph, producer, layer, layout, *source);
+        throw std::logic_error("no block");
+    }
+};
 
 double relativeError(double actual, double expected)
 {
@@ -284,6 +313,116 @@ private Q_SLOTS:
         QVERIFY(relativeError(composer.working_bytes, 2 * logits) < 1e-12);
         QVERIFY(relativeError(megatron.working_bytes, 2 * logits) < 1e-12);
         QVERIFY(relativeError(torchtitan.working_bytes, 8 * logits) < 1e-12);
+    }
+
+    // --- activations as the framework's model code saves them (tests/gpu/layer_probe.py measured them) ----------
+
+    void eagerSwigluStashesTheSiluOutput()
+    {
+        // F.silu(w1(x)) * w3(x) in eager mode saves silu(gate) beside gate and up: one more ffn-wide tensor per
+        // token; a fused SwiGLU does not.
+        const PresetBlock block("llama3-8b", 1024);
+        LayerLayout layout;
+        const LayerCost fused = block.cost(layout);
+        layout.eager_kernels = true;
+        const LayerCost eager = block.cost(layout);
+        const double siluBytes = 1024.0 * block.graph->transformer->ffn_hidden * 2;
+        QVERIFY(relativeError(eager.activation_bytes - fused.activation_bytes, siluBytes) < 1e-12);
+        // Fully recomputed, the block stashes its input only; the silu output is back in the working set.
+        layout.recompute = RecomputeKind::Full;
+        const LayerCost full = block.cost(layout);
+        QVERIFY(relativeError(full.working_bytes, eager.activation_bytes - full.activation_bytes) < 1e-12);
+    }
+
+    void repeatedKvIsStashedAtQueryHeads()
+    {
+        // repeat_kv before the attention kernel: K and V are saved with num_heads heads instead of num_kv_heads.
+        const PresetBlock block("llama3-70b", 2048);
+        LayerLayout layout;
+        const LayerCost native = block.cost(layout);
+        layout.attention_repeats_kv = true;
+        const LayerCost repeated = block.cost(layout);
+        const auto& t = *block.graph->transformer;
+        const double extra = 2.0 * 2048 * (t.num_heads - t.num_kv_heads) * t.head_dim * 2;
+        QVERIFY(relativeError(repeated.activation_bytes - native.activation_bytes, extra) < 1e-12);
+        // The torchtitan profile repeats (v0.2.0-v0.2.1); Megatron's Transformer Engine attention does not.
+        QVERIFY(frameworkProfile(Framework::Torchtitan).attention_repeats_kv);
+        QVERIFY(!frameworkProfile(Framework::MegatronCore).attention_repeats_kv);
+    }
+
+    void torchtitanPerOpPolicyStash()
+    {
+        // torchtitan's selective_ac_option = "op" caches the attention kernel's outputs and every odd-numbered
+        // matmul's (wq, wv, w1, w2 in forward order) and recomputes the rest: the block stashes its input,
+        // q (h), v (kv width), one ffn-wide GEMM output, w2's output (h), the attention output (h) and its fp32
+        // log-sum-exp per head.
+        BuildOptions options;
+        options.seq_len = 2048;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama3-8b", options));
+        CostModel model(graph, h100Node());
+        ParallelConfig c;
+        c.framework = Framework::Torchtitan;
+        c.recompute = RecomputeKind::Selective;
+        const auto index = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+        const LayerCost& lc = model.layerCost(index, c);
+        const auto& t = *graph->transformer;
+        const double tokens = 2048;
+        const double perToken
+            = 2.0 * t.hidden * 4 + 2.0 * t.num_kv_heads * t.head_dim + 2.0 * t.ffn_hidden + 4.0 * t.num_heads;
+        QVERIFY2(relativeError(lc.activation_bytes, tokens * perToken) < 1e-9,
+                 qPrintable(QString::number(lc.activation_bytes / (tokens * perToken))));
+        // The recomputation re-runs wk, wo and w3 (the even matmuls) and no attention.
+        QVERIFY(lc.recompute > 0);
+        QVERIFY(lc.recompute
+                < model.layerCost(
+                           index,
+                           [&] {
+                               ParallelConfig none = c;
+                               none.recompute = RecomputeKind::None;
+                               return none;
+                           }())
+                        .forward
+                    / 2);
+    }
+
+    void stashMatchesTheMeasuredLayer()
+    {
+        // One torchtitan Llama 3 layer (8B and 70B widths, micro-batch 1-4, 2k-8k tokens), measured on an H100 by
+        // tests/gpu/layer_probe.py: memory allocated after the forward minus before it. The engine's stash must
+        // match within 1% for every torchtitan mode it simulates (none, full, per-op SAC).
+        std::ifstream in(SHARDSCAPE_SOURCE_DIR "/tests/data/measured_layers_h100.json");
+        QVERIFY(in.good());
+        const auto doc = nlohmann::json::parse(in);
+        const auto cluster = h100Node();
+        int compared = 0;
+        for (const auto& row : doc.at("rows")) {
+            const std::string mode = row.at("recompute");
+            if (row.value("gqa", false) || (mode != "none" && mode != "full" && mode != "op-sac"))
+                continue;
+            BuildOptions options;
+            options.seq_len = row.at("seq_len");
+            CostModel model(std::make_shared<const ModelGraph>(loadModel(row.at("width"), options)), cluster);
+            ParallelConfig c;
+            c.framework = Framework::Torchtitan;
+            c.eager_kernels = true;
+            c.micro_batch = row.at("micro_batch");
+            c.recompute = mode == "none" ? RecomputeKind::None
+                : mode == "full"         ? RecomputeKind::Full
+                                         : RecomputeKind::Selective;
+            const auto index = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+            const double measured = row.at("stash_bytes");
+            const double predicted = model.layerCost(index, c).activation_bytes;
+            QVERIFY2(relativeError(predicted, measured) < 0.01,
+                     qPrintable(QString("%1 mb %2 seq %3 %4: predicted %5, measured %6")
+                                    .arg(QString::fromStdString(row.at("width").get<std::string>()))
+                                    .arg(c.micro_batch)
+                                    .arg(options.seq_len)
+                                    .arg(QString::fromStdString(mode))
+                                    .arg(predicted)
+                                    .arg(measured)));
+            ++compared;
+        }
+        QCOMPARE(compared, 54);
     }
 
     void fullRecomputeWorkingSetIsTheBlockStash()

@@ -418,6 +418,7 @@ LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpG
     // torchtitan's per-op AC is PyTorch's selective checkpointing policy; Megatron's --recompute-modules are
     // module checkpoints whose outputs stay alive for the ops that consume them.
     layout.selective_checkpoint_policy = c.framework == Framework::Torchtitan;
+    layout.attention_repeats_kv = framework.attention_repeats_kv;
     layout.tp_group = tpGroup;
     layout.cp_group = cpGroup;
     // Experts spread over consecutive data-parallel ranks (Megatron's tp-cp-ep-dp order).

@@ -169,6 +169,10 @@ FrameworkProfile torchtitan()
     p.master_bytes = 0;
     p.zero3_unsharded_grad_bytes = 2 + 4;
     p.loss_working_bytes_per_logit = 8;
+    // Attention.forward repeats K and V to the query heads (repeat_kv) before F.scaled_dot_product_attention up to
+    // v0.2.1 (torchtitan/models/llama3/model/model.py); v0.2.2 passes enable_gqa instead (pytorch/torchtitan#2259).
+    // The published torchtitan runs, and the layer measured in tests/data/measured_layers_h100.json, repeat.
+    p.attention_repeats_kv = true;
     p.fragmentation = 1.05;
     p.zero_stages = {2, 3};
     p.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B};
@@ -268,6 +272,8 @@ FrameworkProfile composer()
     p.tensor_parallel = false;
     p.loss_saved_bytes_per_logit = 2;
     p.loss_working_bytes_per_logit = 2;
+    // llm-foundry's default attn_impl 'flash' (flash_attn_varlen_func) takes the kv heads as they are.
+    p.attention_repeats_kv = false;
     p.fragmentation = 1.10;
     return p;
 }

@@ -203,12 +203,20 @@ double attentionKernelTime(const CostSource& source, double flops, double kvToke
  * Backward repeats the chain through autograd, so the same ratio applies. Residual adds, dropout and ops of
  * imported graphs (whose fusion is unknown) keep 1x.
  */
+std::string lastComponent(const std::string& module)
+{
+    const auto dot = module.rfind('.');
+    return dot == std::string::npos ? module : module.substr(dot + 1);
+}
+
+/** The transformer builders' gated activation (SwiGLU / GeGLU): act(gate) * up in one op. */
+bool isGatedActivation(const Op& op)
+{
+    return op.kind == OpKind::Elementwise && op.inputs.size() == 2 && lastComponent(op.module) == "act";
+}
+
 double eagerTrafficFactor(const ModelGraph& graph, const Op& op)
 {
-    const auto lastComponent = [](const std::string& module) {
-        const auto dot = module.rfind('.');
-        return dot == std::string::npos ? module : module.substr(dot + 1);
-    };
     if (op.kind == OpKind::Norm)
         return graph.transformer && graph.transformer->norm == "rmsnorm" ? 9.0 : 1.0;
     if (op.kind == OpKind::Elementwise && graph.transformer) {
@@ -340,9 +348,22 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
 
     std::vector<std::string> instanceOf(layer.ops.size());
     std::unordered_map<OpId, std::size_t> indexOf;
+    const bool perOpPolicy = layout.selective_checkpoint_policy && layout.recompute == RecomputeKind::Selective
+        && layer.kind == LayerKind::Block;
+    int gemmCount = 0;
     for (std::size_t i = 0; i < layer.ops.size(); ++i) {
         indexOf.emplace(layer.ops[i], i);
-        instanceOf[i] = recomputeInstance(graph.op(layer.ops[i]), layer, layout);
+        const Op& op = graph.op(layer.ops[i]);
+        if (perOpPolicy) {
+            // torchtitan's per-op selective checkpointing (torchtitan/distributed/activation_checkpoint.py
+            // _get_custom_policy, selective_ac_option = "op"): the block is one checkpoint region whose policy
+            // caches the outputs of the attention kernel and of every odd-numbered matmul in forward order, and
+            // recomputes everything else (the even matmuls, norms, rotary, activation, residual adds).
+            const bool cached = op.kind == OpKind::FlashAttention || (isGemm(op.kind) && ++gemmCount % 2 == 1);
+            instanceOf[i] = cached ? std::string() : layer.name;
+        } else {
+            instanceOf[i] = recomputeInstance(op, layer, layout);
+        }
     }
     const auto producedInside = [&](TensorId t, const std::string& instance) {
         const OpId from = producer[static_cast<std::size_t>(t)];
@@ -363,6 +384,11 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     double tpRecompute = 0; ///< forward TP collectives of recomputed ops, repeated inside backward
     double attentionFwd = 0, attentionBwd = 0;
     bool attentionRecomputed = false; ///< the fused attention is part of a recomputed module
+    // Tensors some saved copy of which is bigger than the graph's tensor: K and V repeated to the query heads
+    // (FrameworkProfile::attention_repeats_kv), by the extra bytes.
+    std::unordered_map<TensorId, double> repeatedKvExtra;
+    double eagerActExtra = 0; ///< eager SwiGLU's silu(gate), saved by the multiply beside gate and up
+    bool eagerActKept = false;
     double cpKvBytes = 0; ///< local K and V (kv heads only under GQA)
     double cpOutElements = 0; ///< elements of the local attention output
 
@@ -464,6 +490,23 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             const double logits = bytesOf(op.inputs.front()) / std::max(1, dtypeBytes(logitsTensor.dtype));
             lossSavedBytes += logits * layout.loss_saved_bytes_per_logit;
             cost.working_bytes = std::max(cost.working_bytes, logits * layout.loss_working_bytes_per_logit);
+        }
+        if (op.kind == OpKind::FlashAttention && layout.attention_repeats_kv && graph.transformer
+            && graph.transformer->num_kv_heads > 0 && graph.transformer->num_heads > graph.transformer->num_kv_heads) {
+            // repeat_kv before the kernel (torchtitan v0.2.0-v0.2.1 torchtitan/models/llama3/model/model.py
+            // Attention.forward; Hugging Face's eager and sdpa attention): the kernel saves the repeated K and V,
+            // and the kv-head tensors they came from are saved by nobody.
+            const double repeats = static_cast<double>(graph.transformer->num_heads) / graph.transformer->num_kv_heads;
+            for (std::size_t k = 1; k < op.inputs.size() && k < 3; ++k)
+                if (std::find(op.saved.begin(), op.saved.end(), op.inputs[k]) != op.saved.end())
+                    repeatedKvExtra[op.inputs[k]] = (repeats - 1) * bytesOf(op.inputs[k]);
+        }
+        if (layout.eager_kernels && isGatedActivation(op) && !op.outputs.empty()) {
+            // F.silu(w1(x)) * w3(x) in eager mode: silu saves its input, the multiply both of its operands, so the
+            // silu output is stashed beside gate and up (a fused SwiGLU, Megatron's bias_swiglu_impl or a compiled
+            // block, saves gate and up only).
+            eagerActExtra += bytesOf(op.outputs.front());
+            eagerActKept = eagerActKept || instanceOf[i].empty();
         }
         const auto keeps
             = [&](TensorId t) { return op.kind != OpKind::Loss || op.inputs.empty() || t != op.inputs.front(); };
@@ -585,7 +628,8 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         = std::any_of(instanceOf.begin(), instanceOf.end(), [](const std::string& i) { return !i.empty(); });
     const bool anyKept
         = std::any_of(instanceOf.begin(), instanceOf.end(), [](const std::string& i) { return i.empty(); });
-    if (layout.selective_checkpoint_policy && anyRecomputed && anyKept) {
+    const bool policyStash = layout.selective_checkpoint_policy && anyRecomputed && anyKept;
+    if (policyStash) {
         // torch.utils.checkpoint with a policy (torchtitan's _apply_op_sac): the region keeps its inputs and the
         // cached outputs of the ops the policy saves (mm, SDPA); every other tensor backward needs is recomputed.
         stashed.clear();
@@ -600,17 +644,23 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                 stashed.insert(op.outputs.begin(), op.outputs.end());
         }
     }
+    const auto extraOf = [&](TensorId t) {
+        const auto it = repeatedKvExtra.find(t);
+        return it == repeatedKvExtra.end() ? 0.0 : it->second;
+    };
     for (const auto t : stashed)
         if (!graph.tensor(t).is_param)
-            cost.activation_bytes += bytesOf(t);
+            cost.activation_bytes += bytesOf(t) + (policyStash ? 0.0 : extraOf(t));
     cost.activation_bytes += lossSavedBytes;
+    if (eagerActKept && !policyStash)
+        cost.activation_bytes += eagerActExtra;
     // Recomputation re-creates the module's whole stash before its backward runs (torch.utils.checkpoint and
     // Megatron's CheckpointFunction run the forward again, then backward through it), so for the length of this
     // layer's backward everything it would have saved is alive beside what it did save.
-    double fullBytes = lossSavedBytes;
+    double fullBytes = lossSavedBytes + eagerActExtra;
     for (const auto t : fullStash)
         if (!graph.tensor(t).is_param)
-            fullBytes += bytesOf(t);
+            fullBytes += bytesOf(t) + extraOf(t);
     cost.working_bytes = std::max(cost.working_bytes, fullBytes - cost.activation_bytes);
 
     if (cp > 1 && cpKvBytes > 0) {

@@ -492,9 +492,8 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
         c.recompute = RecomputeKind::Full;
     } else if (mode == "selective") {
         if (option == "op") {
+            // Selective recomputation under the torchtitan profile is its per-op policy (layer_cost.cpp).
             c.recompute = RecomputeKind::Selective;
-            out.warnings.push_back("per-op selective checkpointing (\"op\") is simulated as Shardscape's selective "
-                                   "recomputation (the attention core)");
         } else if (!option.empty()
                    && std::all_of(option.begin(), option.end(), [](unsigned char ch) { return std::isdigit(ch); })) {
             c.recompute = RecomputeKind::Full;

@@ -274,9 +274,12 @@ Table checkpointTable(Context& context)
     case RecomputeKind::Full:
         return {"activation_checkpoint", {text("mode", "full")}};
     case RecomputeKind::Selective:
+        if (c.framework == Framework::Torchtitan)
+            return selective("per-op SAC, as simulated");
         context.note("torchtitan's selective activation checkpointing (\"op\": saves matmul and attention outputs, "
                      "recomputes every second matmul) is not the attention-core recomputation the plan simulated: "
-                     "expect less activation memory and more recomputation than predicted");
+                     "expect less activation memory and more recomputation than predicted (plan for torchtitan to "
+                     "simulate its policy)");
         return selective("per-op SAC: see the notes");
     case RecomputeKind::Modules:
         break;

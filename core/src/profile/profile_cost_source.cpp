@@ -132,9 +132,14 @@ public:
         for (const auto& [dtype, rows] : matmulByType)
             m_matmul.emplace(dtype, MatmulTable(rows));
 
+        // The engine's attention op is a fused (flash) kernel, which every framework runs. shardscape-profile's own
+        // rows time the unfused way (cuBLAS QK^T, softmax, PV: it builds without cuDNN's fused attention), about a
+        // third of the fused kernel's rate on an H100 (tests/data/measured_layers_h100.json: PyTorch's SDPA at
+        // 470-650 TFLOP/s forward against 155): they describe no kernel a training job runs, so the datasheet
+        // answers instead. Rows of a fused kernel (any other source) are used.
         std::map<DType, Points> attention;
         for (const auto& r : m_profile->attention)
-            if (r.causal)
+            if (r.causal && r.source != kUnfusedAttentionSource)
                 attention[r.dtype].emplace_back(r.flops, r.time_s);
         for (auto& [dtype, points] : attention)
             m_attention.emplace(dtype, LogCurve(std::move(points)));

@@ -102,6 +102,15 @@ struct FrameworkProfile
         gradient before its cast back to 16 bits). */
     double loss_working_bytes_per_logit = 6;
 
+    // --- activations as the framework's model code saves them ---------------------------------------------------
+    /** Grouped-query attention repeats K and V to the query heads before the attention kernel (repeat_kv), which
+        then saves the repeated copies for its backward: K and V stashed at num_heads, not num_kv_heads. */
+    bool attention_repeats_kv = false;
+    /** Full recomputation uses PyTorch's non-reentrant checkpoint with its default early stop: the recomputed
+        forward stops once every tensor the backward needs is back, so the block's trailing ops (the last GEMM,
+        which saves only its input, and the residual add after it) are not re-run. */
+    bool recompute_early_stop = false;
+
     // --- runtime outside the tensors ----------------------------------------------------------------------------
     /** CUDA context and the framework's kernels' module images (outside the caching allocator). */
     double cuda_context_bytes = 0;

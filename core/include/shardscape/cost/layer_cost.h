@@ -47,10 +47,14 @@ struct LayerLayout
         (FrameworkProfile). */
     double loss_saved_bytes_per_logit = 4;
     double loss_working_bytes_per_logit = 6;
-    /** Recomputation by modules is PyTorch's selective activation checkpointing (torchtitan's per-op AC): the
-        block is one checkpoint region whose policy saves the outputs of the GEMMs and attention kernels not
-        listed, and recomputes everything else, so only those outputs and the region's inputs are stashed. */
+    /** Recomputation is PyTorch's selective activation checkpointing (torchtitan): the block is one checkpoint
+        region whose policy saves the outputs of some GEMMs and attention kernels and recomputes everything else,
+        so only those outputs and the region's inputs are stashed. By modules: the GEMMs and attention kernels not
+        listed; Selective: torchtitan's per-op policy (the attention kernel and every odd-numbered matmul). */
     bool selective_checkpoint_policy = false;
+    /** K and V are repeated to the query heads before the attention kernel saves them
+        (FrameworkProfile::attention_repeats_kv). */
+    bool attention_repeats_kv = false;
     /** Context parallelism as the framework runs it (FrameworkProfile::cp_comm and the merge / dK-dV terms). */
     CpComm cp_comm = CpComm::P2PRing;
     double cp_merge_bytes_per_element = 10;

@@ -48,6 +48,9 @@ struct MatmulRow
 };
 
 /** One fused attention forward; `flops` is the unmasked count 4*b*h*s*s*d whether causal or not. */
+/** AttentionRow::source of shardscape-profile's unfused attention (cuBLAS QK^T, causal softmax, cuBLAS PV). */
+inline constexpr std::string_view kUnfusedAttentionSource = "cublas-batched+softmax";
+
 struct AttentionRow
 {
     DType dtype = DType::BF16;
