@@ -149,11 +149,13 @@ int main(int argc, char** argv)
             while (model->layers()[block].kind != LayerKind::Block)
                 ++block;
             ParallelConfig c;
-            c.eager_kernels = true;
+            c.eager_kernels = !row.value("compiled", false);
             c.micro_batch = row.at("micro_batch");
             std::string recompute = row.at("recompute");
             if (row.value("gqa", false))
                 recompute += " (enable_gqa)";
+            if (row.value("compiled", false))
+                recompute += " (compiled)";
             if (!modeOf(row.at("recompute"), row.value("gqa", false), c))
                 continue;
             const LayerCost& lc = model->layerCost(block, c);

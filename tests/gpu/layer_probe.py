@@ -28,6 +28,7 @@ Checkpointing modes, as the frameworks run them:
   create_selective_checkpoint_contexts with torchtitan's policy (save mm and SDPA outputs, recompute every second
   mm and everything else), early_stop=False.
 
+--compile runs the block through torch.compile (as torchtitan's compile.enable does per block).
 --gqa runs attention with SDPA's enable_gqa instead of repeat_kv (torchtitan since v0.2.2, pytorch/torchtitan#2259).
 --attention also times F.scaled_dot_product_attention alone (forward, and forward + backward) over sequence lengths.
 
@@ -164,12 +165,14 @@ class TransformerBlock(torch.nn.Module):
         return self._forward(x, freqs_cis)
 
 
-def probe(width, batch, seq, recompute, warmup, iters, gqa):
+def probe(width, batch, seq, recompute, warmup, iters, gqa, compile_block=False):
     hidden, heads, kv_heads, ffn = WIDTHS[width]
     torch.manual_seed(0)
     layer = TransformerBlock(hidden, heads, kv_heads, ffn, recompute, gqa).cuda().to(torch.bfloat16)
     for p in layer.parameters():
         torch.nn.init.normal_(p, std=0.02) if p.dim() > 1 else torch.nn.init.ones_(p)
+    if compile_block:
+        layer = torch.compile(layer)
     freqs_cis = precompute_freqs_cis(hidden // heads, seq)
     x = torch.randn(batch, seq, hidden, device="cuda", dtype=torch.bfloat16).requires_grad_()
     dy = torch.randn_like(x)
@@ -199,7 +202,8 @@ def probe(width, batch, seq, recompute, warmup, iters, gqa):
     step_s = time_cuda(step, warmup, iters)
     params = sum(p.numel() for p in layer.parameters())
     return {"width": width, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "ffn_hidden": ffn,
-            "micro_batch": batch, "seq_len": seq, "recompute": recompute, "gqa": gqa, "params": params,
+            "micro_batch": batch, "seq_len": seq, "recompute": recompute, "gqa": gqa, "compiled": compile_block,
+            "params": params,
             "allocated_before_forward_bytes": before,
             "stash_bytes": after - before, "forward_peak_bytes": forward_peak - before,
             "backward_peak_bytes": backward_peak - before, "forward_s": forward_s,
@@ -233,6 +237,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--iters", type=int, default=7)
     parser.add_argument("--gqa", action="store_true", help="SDPA enable_gqa instead of repeat_kv")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the block")
     parser.add_argument("--attention", default="", help="sequence lengths to time SDPA alone at (e.g. 1024,4096)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -250,7 +255,7 @@ def main():
             for seq in map(int, args.seqs.split(",")):
                 for recompute in args.recompute.split(","):
                     try:
-                        row = probe(width, batch, seq, recompute, args.warmup, args.iters, args.gqa)
+                        row = probe(width, batch, seq, recompute, args.warmup, args.iters, args.gqa, args.compile)
                     except torch.cuda.OutOfMemoryError:
                         row = {"width": width, "micro_batch": batch, "seq_len": seq, "recompute": recompute,
                                "oom": True}
