@@ -271,6 +271,36 @@ private Q_SLOTS:
         QVERIFY(relativeError(mem.reserve, mem.runtime + mem.fragmentation) < 1e-12);
     }
 
+    void torchtitanPipelineAccumulatesUnshardedFp32Grads()
+    {
+        // Under pipeline parallelism torchtitan's stages run FSDP with gradient sync off for every backward but the
+        // last, so FSDP2 keeps each parameter's whole gradient in fp32 until then: 4/d + 4 B of gradients per
+        // parameter of the stage beside 4/d + 2 of weights (the fp32 shard and the unsharded bf16 copy). One
+        // micro-batch has no earlier backward to accumulate over.
+        BuildOptions options;
+        options.seq_len = 1024;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        CostModel model(graph, h100Node());
+        ParallelConfig config;
+        config.dp = 4;
+        config.pp = 2;
+        config.zero_stage = 3;
+        config.num_microbatches = 4;
+        config.framework = Framework::Torchtitan;
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        for (const int microbatches : {4, 1}) {
+            config.num_microbatches = microbatches;
+            const Evaluation e = model.evaluate(config, workload);
+            QVERIFY2(e.feasible || microbatches == 1, e.reason.c_str());
+            if (!e.feasible)
+                continue; // torchtitan's 1F1B refuses fewer micro-batches than stages
+            const auto& mem = e.stages.front().memory;
+            const double stageParams = mem.weights / (4.0 / 4 + 2);
+            QVERIFY(relativeError(mem.gradients, (4.0 / 4 + (microbatches > 1 ? 4 : 0)) * stageParams) < 1e-12);
+        }
+    }
+
     // --- framework memory profiles (core/src/cost/framework_profile.cpp) ---------------------------------------
 
     void lossSavesFp32Logits()

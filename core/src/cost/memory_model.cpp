@@ -42,6 +42,12 @@ ParameterMemory parameterMemory(const FrameworkProfile& f, const CostParams& par
         const bool fsdp = c.zero_stage >= 2;
         m.weights = 4 * per(fsdp) + (keepsUnshardedCopies(f, c) ? weightBytes * whole : 0);
         m.gradients = f.grad_bytes * per(fsdp);
+        // torchtitan's pipeline stages (torch/distributed/pipelining/stage.py backward_maybe_with_nosync) turn
+        // FSDP's gradient sync off for every backward but the last; FSDP2 then keeps each parameter's whole
+        // gradient, upcast to the fp32 reduce dtype, until that last backward reduce-scatters it
+        // (torch/distributed/fsdp/_fully_shard/_fsdp_param.py to_accumulated_grad_if_needed).
+        if (fsdp && c.pp > 1 && c.num_microbatches > 1 && f.framework == Framework::Torchtitan)
+            m.gradients += 4 * whole;
         m.optimizer = f.adam_state_bytes * per(fsdp);
         return m;
     }
