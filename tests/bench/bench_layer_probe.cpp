@@ -10,6 +10,7 @@
 // eager kernels): stash = LayerCost::activation_bytes, backward peak = stash + the transient the memory model adds
 // (transient_mem_coef x the largest activation + the recompute working set), times from the datasheet, or from a
 // measured profile (--profile, shardscape-profile's profile.json of the same device) with the datasheet behind it.
+#include "residual_bands.h"
 #include "shardscape/cost/cost_model.h"
 #include "shardscape/hardware/cluster.h"
 #include "shardscape/model/model_source.h"
@@ -27,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace shardscape;
@@ -42,13 +44,10 @@ struct Errors
     std::vector<double> stash, peak, forward, backward;
 };
 
+/** The median, as the residual bands compute percentiles. */
 double median(std::vector<double> v)
 {
-    if (v.empty())
-        return 0;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return residuals::percentile(std::move(v), 0.5);
 }
 
 double signedError(double predicted, double measured)

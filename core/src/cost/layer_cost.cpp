@@ -358,7 +358,9 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             // torchtitan's per-op selective checkpointing (torchtitan/distributed/activation_checkpoint.py
             // _get_custom_policy, selective_ac_option = "op"): the block is one checkpoint region whose policy
             // caches the outputs of the attention kernel and of every odd-numbered matmul in forward order, and
-            // recomputes everything else (the even matmuls, norms, rotary, activation, residual adds).
+            // recomputes everything else (the even matmuls, norms, rotary, activation, residual adds). The builder
+            // lists v, k, q and up, gate where torchtitan runs wq, wk, wv and w1, w3: the cached set has the same
+            // shapes either way (q and v; one ffn-wide output).
             const bool cached = op.kind == OpKind::FlashAttention || (isGemm(op.kind) && ++gemmCount % 2 == 1);
             instanceOf[i] = cached ? std::string() : layer.name;
         } else {

@@ -17,9 +17,19 @@ double gradientBytes(const FrameworkProfile& f, const CostParams& params, const 
     return pipelineFp32Grads(f, c, dtype) ? 4 : f.grad_bytes;
 }
 
+namespace {
+
+/** torchtitan's pipeline stages: FSDP driven by torch.distributed.pipelining (PipelineStage). */
+bool pipelinedFsdp(const FrameworkProfile& f, const ParallelConfig& c)
+{
+    return c.pp > 1 && f.framework == Framework::Torchtitan;
+}
+
+} // namespace
+
 bool keepsUnshardedCopies(const FrameworkProfile& f, const ParallelConfig& c)
 {
-    return c.zero_stage == 2 || (c.pp > 1 && f.framework == Framework::Torchtitan);
+    return c.zero_stage == 2 || pipelinedFsdp(f, c);
 }
 
 ParameterMemory parameterMemory(const FrameworkProfile& f, const CostParams& params, const ParallelConfig& c,
@@ -46,7 +56,7 @@ ParameterMemory parameterMemory(const FrameworkProfile& f, const CostParams& par
         // FSDP's gradient sync off for every backward but the last; FSDP2 then keeps each parameter's whole
         // gradient, upcast to the fp32 reduce dtype, until that last backward reduce-scatters it
         // (torch/distributed/fsdp/_fully_shard/_fsdp_param.py to_accumulated_grad_if_needed).
-        if (fsdp && c.pp > 1 && c.num_microbatches > 1 && f.framework == Framework::Torchtitan)
+        if (fsdp && pipelinedFsdp(f, c) && c.num_microbatches > 1)
             m.gradients += 4 * whole;
         m.optimizer = f.adam_state_bytes * per(fsdp);
         return m;
