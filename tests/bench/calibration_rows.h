@@ -34,9 +34,14 @@ namespace shardscape::calibration {
 /** The throughput metric a series publishes, each with the source's own FLOP-counting formula. */
 enum class Metric : std::uint8_t
 {
-    /** TFLOP/s per GPU, F = 96 B s l h^2 (1 + s/6h + V/16lh): Megatron SC'21 and BLOOM's throughput_calculator;
-        GPT-NeoX's get_flops is the same up to its vocabulary term (~1%). 4 passes: assumes full recomputation. */
+    /** TFLOP/s per GPU, F = 96 B s l h^2 (1 + s/6h + V/16lh): Megatron SC'21 and BLOOM's throughput_calculator.
+        4 passes: assumes full recomputation. */
     TflopsMegatron4Pass,
+    /** TFLOP/s per GPU as GPT-NeoX logged it from 2021 until September 2023 (megatron/logging.py get_flops at
+        36d2c20f, the code GPT-NeoX-20B trained with; replaced by a Megatron-style count in 5f364017):
+        F = B s (6 N + 60 s h l), N = model.total_params (every parameter, embeddings included). 3 passes: the
+        recomputed forward is not counted. */
+    TflopsNeox2021,
     /** TFLOP/s per GPU, Megatron-Core's num_floating_point_operations: 12 B s l h^2 [(1 + g/a + s/h) q/h +
         (f/h) glu + V/(2lh)], 3 passes, full (non-causal) attention. */
     TflopsMegatronCore,
@@ -53,6 +58,8 @@ inline const char* metricName(Metric metric)
         return "TFLOP/s/GPU (96Bslh^2 formula)";
     case Metric::TflopsMegatronCore:
         return "TFLOP/s/GPU (Megatron-Core formula)";
+    case Metric::TflopsNeox2021:
+        return "TFLOP/s/GPU (GPT-NeoX 2021 get_flops)";
     case Metric::TokensPerSecondPerGpu:
         return "tokens/s/GPU";
     case Metric::MptMfuPercent:
@@ -197,7 +204,7 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
         r.learned_positions = false;
         r.flash = false;
         r.dropout = 0;
-        r.metric = Metric::TflopsMegatron4Pass;
+        r.metric = Metric::TflopsNeox2021;
         r.framework = Framework::DeepSpeed; // GPT-NeoX trains through DeepSpeed's pipeline engine and ZeRO-1
         r.note = "GPT-NeoX-20B: GELU 4h, LayerNorm, rotary, untied, unfused attention, no dropout; "
                  "parallel residual costed as sequential (same FLOPs)";
@@ -522,6 +529,7 @@ inline Case makeCase(const nlohmann::json& row)
     switch (c.metric) {
     case Metric::TflopsMegatron4Pass:
     case Metric::TflopsMegatronCore:
+    case Metric::TflopsNeox2021:
         if (const auto v = optNumber(row, "tflops_per_gpu"))
             c.published = *v;
         break;
@@ -556,8 +564,6 @@ inline Case makeCase(const nlohmann::json& row)
         p.tp_comm_overlap = p.sequence_parallel;
         p.overlap_param_gather = p.zero_stage == 1 || p.zero_stage == 2;
     }
-    if (c.series == "gpt_neox_20b_production")
-        c.caveats.push_back("counting method of the 117 TFLOP/s not verified (assumed GPT-NeoX's get_flops)");
     c.simulable = true;
     return c;
 }
@@ -634,6 +640,11 @@ inline Prediction predict(const Case& c, const CostParams& params = {}, const De
         const double glu = t.gated_mlp ? 1.5 : 1.0;
         const double f = static_cast<double>(t.ffn_hidden) / h;
         const double flops = 12 * B * s * l * h * h * ((1 + groups + s / h) * q + f * glu + V / (2 * l * h));
+        out.value = flops / (e.step_time * gpus) / 1e12;
+        break;
+    }
+    case Metric::TflopsNeox2021: {
+        const double flops = B * s * (6 * out.model_params + 60 * s * h * l);
         out.value = flops / (e.step_time * gpus) / 1e12;
         break;
     }

@@ -544,6 +544,61 @@ private Q_SLOTS:
         }
     }
 
+    void pipelineP2pBlocksWhereTheFrameworkWaits_data()
+    {
+        QTest::addColumn<int>("framework");
+        QTest::addColumn<int>("vpp");
+        QTest::addColumn<bool>("blocks");
+        // DeepSpeed's pipe/p2p.py send/recv are synchronous; Megatron waits on its 1F1B requests and overlaps the
+        // interleaved schedule's (overlap_p2p_comm); PyTorch pipelining's sends are isend, waited for later.
+        QTest::newRow("deepspeed 1f1b") << int(Framework::DeepSpeed) << 1 << true;
+        QTest::newRow("megatron 1f1b") << int(Framework::MegatronCore) << 1 << true;
+        QTest::newRow("megatron interleaved") << int(Framework::MegatronCore) << 2 << false;
+        QTest::newRow("torchtitan 1f1b") << int(Framework::Torchtitan) << 1 << false;
+    }
+    void pipelineP2pBlocksWhereTheFrameworkWaits()
+    {
+        QFETCH(int, framework);
+        QFETCH(int, vpp);
+        QFETCH(bool, blocks);
+        BuildOptions options;
+        options.seq_len = 2048;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        CostModel model(graph, h100Node(4)); // pp across nodes: every send crosses InfiniBand
+        ParallelConfig config;
+        config.pp = 4;
+        config.dp = 8;
+        config.vpp = vpp;
+        config.schedule = vpp > 1 ? ScheduleKind::Interleaved1F1B : ScheduleKind::OneFOneB;
+        config.num_microbatches = 8;
+        config.framework = static_cast<Framework>(framework);
+        config.zero_stage = config.framework == Framework::Torchtitan ? 3 : 1; // FSDP2 only there
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        EvaluateOptions record;
+        record.record_timeline = true;
+        const Evaluation e = model.evaluate(config, workload, record);
+        QVERIFY2(e.feasible, e.reason.c_str());
+        QVERIFY(e.simulation);
+        // Rank 0's first send, and the compute it runs next.
+        const auto& events = e.simulation->events;
+        const auto send = std::find_if(events.begin(), events.end(), [](const TimelineEvent& ev) {
+            return ev.rank == 0 && ev.kind == EventKind::SendForward;
+        });
+        QVERIFY(send != events.end());
+        QVERIFY(send->duration > 0);
+        double nextCompute = 1e300;
+        for (const auto& ev : events)
+            if (ev.rank == 0 && ev.stream == 0 && ev.start >= send->start && ev.kind == EventKind::Forward)
+                nextCompute = std::min(nextCompute, ev.start);
+        QVERIFY(nextCompute < 1e300);
+        const double sendEnd = send->start + send->duration;
+        if (blocks)
+            QVERIFY(nextCompute >= sendEnd - 1e-12);
+        else
+            QVERIFY(nextCompute < sendEnd);
+    }
+
     void expertAllToAllHidesUnderTheOtherMicroBatch()
     {
         // Megatron's --overlap-moe-expert-parallel-comm: a layer's four all-to-alls (dispatch and combine, forward

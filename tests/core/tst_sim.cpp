@@ -103,6 +103,7 @@ private Q_SLOTS:
     void nonUniformByHand();
     void sendsDelayTimeline();
     void sendsSerializeOnOneRank();
+    void blockingSendsHoldTheCompute();
 
     void gradSyncAndOptimizer_data();
     void gradSyncAndOptimizer();
@@ -543,6 +544,39 @@ void TestSim::sendsSerializeOnOneRank()
     const auto* forward1 = findEvent(result, EventKind::Forward, 1, 1, 1);
     QVERIFY(forward1);
     COMPARE_NEAR(forward1->start, 7.0);
+}
+
+void TestSim::blockingSendsHoldTheCompute()
+{
+    // 1F1B, p = 2, m = 4, F = 1, B = 2, every send 0.5 s. Synchronous p2p (DeepSpeed's pipeline engine, Megatron's
+    // 1F1B): the sender computes nothing until its send has arrived.
+    //   r0: F0 [0, 1] send [1, 1.5]; F1 [1.5, 2.5] send [2.5, 3]
+    //   r1: F0 [1.5, 2.5] B0 [2.5, 4.5] send [4.5, 5]; F1 [5, 6] B1 [6, 8] send [8, 8.5]
+    //   r0: B0 [5, 7]; F2 [7, 8] send [8, 8.5]; B1 [8.5, 10.5]; F3 [10.5, 11.5] send [11.5, 12]
+    //   r1: F2 [8.5, 9.5] B2 [9.5, 11.5] send [11.5, 12]; F3 [12, 13] B3 [13, 15] send [15, 15.5]
+    //   r0: B2 [12, 14]; B3 [15.5, 17.5]
+    // = (m + 1)(F + B + send), Alpa's Eq. 2 with the send in every cycle. With sends beside compute, r0 runs F1 at
+    // [1, 2] and r1 F1 at [4.5, 5.5]; the step ends at 17.
+    auto spec = uniformSpec(ScheduleKind::OneFOneB, 2, 1, 4, 1.0, 1.5, 0.5);
+    for (auto& stage : spec.stages)
+        stage.send_forward = stage.send_backward = 0.5;
+    spec.record_events = true;
+    spec.blocking_p2p = true;
+    const auto blocking = simulatePipeline(spec);
+    COMPARE_NEAR(blocking.step_time, 17.5);
+    const auto* forward1 = findEvent(blocking, EventKind::Forward, 0, 0, 1);
+    QVERIFY(forward1);
+    COMPARE_NEAR(forward1->start, 1.5);
+    const auto* backward3 = findEvent(blocking, EventKind::Backward, 0, 0, 3);
+    QVERIFY(backward3);
+    COMPARE_NEAR(backward3->start, 15.5);
+
+    spec.blocking_p2p = false;
+    const auto beside = simulatePipeline(spec);
+    COMPARE_NEAR(beside.step_time, 17.0);
+    const auto* forward1Beside = findEvent(beside, EventKind::Forward, 0, 0, 1);
+    QVERIFY(forward1Beside);
+    COMPARE_NEAR(forward1Beside->start, 1.0);
 }
 
 void TestSim::gradSyncAndOptimizer_data()

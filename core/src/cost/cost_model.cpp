@@ -547,6 +547,8 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     spec.pp = c.pp;
     spec.vpp = c.vpp;
     spec.num_microbatches = c.num_microbatches;
+    spec.blocking_p2p = framework.pipeline_p2p_blocks_compute
+        && !(c.schedule == ScheduleKind::Interleaved1F1B && framework.interleaved_p2p_overlaps);
     spec.stages.resize(static_cast<std::size_t>(chunks));
     a->chunks.resize(static_cast<std::size_t>(chunks));
     a->optimizerStep.assign(static_cast<std::size_t>(c.pp), 0.0);
@@ -831,10 +833,13 @@ Evaluation CostModel::estimate(const ParallelConfig& c, const Workload& w, bool 
     double sumChunk = 0, maxChunk = 0, maxZbGap = 0, maxSync = 0;
     for (int k = 0; k < p * v; ++k) {
         const auto& s = stages[static_cast<std::size_t>(k)];
-        const double t = s.forward + s.backward_input + s.backward_weight + s.send_forward + s.send_backward;
-        busy[static_cast<std::size_t>(k % p)] += (s.forward + s.backward_input + s.backward_weight) * m;
-        sumChunk += t;
-        maxChunk = std::max(maxChunk, t);
+        const double compute = s.forward + s.backward_input + s.backward_weight;
+        const double sends = s.send_forward + s.send_backward;
+        busy[static_cast<std::size_t>(k % p)] += compute * m;
+        sumChunk += compute + sends;
+        // Sends delay every micro-batch's cycle only when the stage waits for them; otherwise they lengthen the
+        // pipeline's fill once (sumChunk).
+        maxChunk = std::max(maxChunk, compute + (a->spec.blocking_p2p ? sends : 0));
         maxZbGap
             = std::max(maxZbGap, s.forward + s.backward_input - s.backward_weight + s.send_forward + s.send_backward);
         maxSync = std::max(maxSync, s.grad_sync - s.grad_sync_overlap);

@@ -120,6 +120,13 @@ FrameworkProfile megatronCore()
     // comm_gemm_overlap.cpp split_overlap_ag / split_overlap_rs): the chunk GEMMs go round-robin onto
     // _stream_compute (num_max_streams = 3), so consecutive chunks run concurrently: no chunking penalty.
     p.tp_overlap_serial_chunks = false;
+    // Pipeline p2p (megatron/core/pipeline_parallel/p2p_communication.py _communicate): batched isend/irecv whose
+    // requests are waited for before the call returns (wait_on_reqs=True) in the 1F1B schedule, so the stage's
+    // compute waits for its own send; the interleaved schedule passes wait_on_reqs=(not overlap_p2p_comm), and
+    // megatron/training/arguments.py turns overlap_p2p_comm on by default there (--no-overlap-p2p-communication)
+    // and forces it off without interleaving.
+    p.pipeline_p2p_blocks_compute = true;
+    p.interleaved_p2p_overlaps = true;
     // --overlap-moe-expert-parallel-comm (megatron/core/pipeline_parallel/ combined 1F1B with
     // --delay-wgrad-compute): a forward and a backward micro-batch interleaved layer by layer.
     p.moe_a2a_overlap = true;
@@ -219,7 +226,10 @@ FrameworkProfile torchtitan()
  *   optimizer.get_grads_for_reduction(), the BF16_Optimizer's fp32 gradient buffers (runtime/bf16_optimizer.py
  *   allocates them for the stage's whole flat bf16 group, beside the bf16 .grad); engine.py get_data_types makes
  *   fp32 the accumulation dtype for bf16 without ZeRO, which is how Megatron-DeepSpeed configures bf16 pipelines
- *   (ZeRO stage 0; BF16_Optimizer shards the fp32 master weights and Adam states itself, as ZeRO-1).
+ *   (ZeRO stage 0; BF16_Optimizer shards the fp32 master weights and Adam states itself, as ZeRO-1);
+ * - pipeline p2p is synchronous: pipe/p2p.py send() and recv() assert async_op == False and call dist.send /
+ *   dist.recv, which wait for the transfer on the calling stream; TrainSchedule's SendActivation, RecvGrad,
+ *   SendGrad and RecvActivation each stop the stage's compute while they run.
  */
 FrameworkProfile deepSpeed()
 {
@@ -241,6 +251,7 @@ FrameworkProfile deepSpeed()
     p.sharded_dp_overhead_s = 0.5e-3;
     p.grad_sync_overlaps_backward = false;
     p.pipeline_bf16_fp32_grads = true;
+    p.pipeline_p2p_blocks_compute = true;
     p.schedules = {ScheduleKind::OneFOneB};
     p.pipeline_with_zero23 = false;
     p.context_parallel = false;

@@ -251,6 +251,8 @@ private:
         double& free = m_p2pFree[std::size_t(r)];
         const double start = std::max(free, ready);
         free = start + duration;
+        if (m_spec.blocking_p2p)
+            m_computeFree[std::size_t(r)] = std::max(m_computeFree[std::size_t(r)], free);
         if (m_record && duration > 0)
             m_events.push_back({start, duration, r, action.stage, action.microbatch, kind, kP2pStream});
         return free;

@@ -137,6 +137,13 @@ struct FrameworkProfile
     /** 16-bit bf16 training under pipeline parallelism goes through an optimizer that accumulates every gradient
         of the stage in fp32 and reduces those fp32 buffers (DeepSpeed's BF16_Optimizer). */
     bool pipeline_bf16_fp32_grads = false;
+    /** Pipeline sends and receives are waited for on the compute stream: a stage computes nothing while its
+        activation or gradient is on the wire (DeepSpeed's pipe/p2p.py send/recv, async_op False; Megatron's
+        _communicate with wait_on_reqs). Otherwise sends run beside compute and only the receiver waits. */
+    bool pipeline_p2p_blocks_compute = false;
+    /** ... except under the interleaved schedule, whose p2p runs beside the next chunk (Megatron's
+        overlap_p2p_comm, on unless --no-overlap-p2p-communication). */
+    bool interleaved_p2p_overlaps = false;
 
     // --- context parallelism (framework_profile.cpp cites the implementation) ----------------------------------
     CpComm cp_comm = CpComm::P2PRing;

@@ -36,6 +36,9 @@ struct PipelineSpec
     double optimizer_step = 0; ///< seconds per rank after its gradient syncs finish
     double transient_bytes = 0; ///< bytes added to every rank's peak (workspace, transient buffers)
     bool record_events = true; ///< false skips the timeline (the planner only needs totals)
+    /** The sender's compute waits until its send has arrived (synchronous pipeline p2p); otherwise sends run on
+        their own stream beside compute. */
+    bool blocking_p2p = false;
 };
 
 enum class EventKind : std::uint8_t
