@@ -58,6 +58,7 @@ struct SimulateOptions
     bool overlap_param_gather = false;
     bool moe_a2a_overlap = false;
     bool fp8_linears = false;
+    std::string fp8_recipe = "tensorwise";
     bool eager_kernels = false;
     std::string schedule = "1f1b";
     std::int64_t seq_len = 0;
@@ -402,6 +403,7 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     o.overlap_param_gather = c.overlap_param_gather;
     o.moe_a2a_overlap = c.moe_a2a_overlap;
     o.fp8_linears = c.fp8_linears;
+    o.fp8_recipe = std::string(float8RecipeName(c.fp8_recipe));
     o.eager_kernels = c.eager_kernels;
     if (o.framework.empty()) // --framework overrides the file's
         o.framework = std::string(frameworkName(c.framework));
@@ -492,6 +494,7 @@ int runSimulate(const SimulateOptions& given)
     config.overlap_param_gather = o.overlap_param_gather;
     config.moe_a2a_overlap = o.moe_a2a_overlap;
     config.fp8_linears = o.fp8_linears;
+    config.fp8_recipe = parseFloat8Recipe(o.fp8_recipe).value_or(Float8Recipe::Tensorwise); // checked by the parser
     config.eager_kernels = o.eager_kernels;
     config.framework = o.framework.empty() ? Framework::Generic : frameworkFromOption(o.framework);
     config.recompute = recompute;
@@ -627,6 +630,11 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     configuration.push_back(cmd->add_flag("--fp8", o->fp8_linears,
                                           "run the linear layers' GEMMs in FP8 with dynamic scaling (torchtitan "
                                           "float8, Transformer Engine)"));
+    configuration.push_back(cmd->add_option("--fp8-recipe", o->fp8_recipe,
+                                            "FP8 scaling with --fp8: tensorwise (one scale per tensor) or rowwise "
+                                            "(torchao's per-row scales, torchtitan only)")
+                                ->check(CLI::IsMember({"tensorwise", "rowwise"}))
+                                ->capture_default_str());
     configuration.push_back(cmd->add_flag("--eager", o->eager_kernels,
                                           "eager PyTorch without torch.compile: unfused RMSNorm, rotary and SwiGLU "
                                           "kernels"));

@@ -488,28 +488,37 @@ private Q_SLOTS:
     void frameworkSwitchesSurviveExportAndImport_data()
     {
         QTest::addColumn<int>("target");
-        QTest::newRow("megatron") << static_cast<int>(ExportTarget::Megatron);
-        QTest::newRow("torchtitan") << static_cast<int>(ExportTarget::Torchtitan);
+        QTest::addColumn<bool>("rowwise");
+        QTest::newRow("megatron") << static_cast<int>(ExportTarget::Megatron) << false;
+        QTest::newRow("torchtitan") << static_cast<int>(ExportTarget::Torchtitan) << false;
+        QTest::newRow("torchtitan rowwise") << static_cast<int>(ExportTarget::Torchtitan) << true;
     }
     void frameworkSwitchesSurviveExportAndImport()
     {
         QFETCH(int, target);
+        QFETCH(bool, rowwise);
         const auto t = static_cast<ExportTarget>(target);
         ParallelConfig config = llama7bConfig();
         config.sequence_parallel = true;
         config.tp_comm_overlap = true;
         config.overlap_param_gather = true;
         config.fp8_linears = true;
+        config.fp8_recipe = rowwise ? Float8Recipe::Rowwise : Float8Recipe::Tensorwise;
         const auto c = makeCase("llama2-7b", 1, config);
         QVERIFY2(c->evaluation.feasible, c->evaluation.reason.c_str());
         QVERIFY(c->plan.config.tp_comm_overlap && c->plan.config.overlap_param_gather && c->plan.config.fp8_linears);
         const ExportResult result = exportPlan(t, c->plan, *c->graph, c->plan.cluster, nullptr);
         if (t == ExportTarget::Megatron) {
-            for (const char* flag : {"--tp-comm-overlap", "--overlap-param-gather", "--fp8-format hybrid"})
+            for (const char* flag :
+                 {"--tp-comm-overlap", "--overlap-param-gather", "--fp8-format hybrid", "--fp8-recipe tensorwise"})
                 QVERIFY2(result.text.find(flag) != std::string::npos, flag);
         } else {
             for (const char* key : {"enable_async_tensor_parallel = true", "quantize.linear.float8", "[compile]"})
                 QVERIFY2(result.text.find(key) != std::string::npos, key);
+            // torchtitan's float8 converter asserts FSDP's float8 all-gather is off when a recipe_name is given.
+            QCOMPARE(result.text.find("recipe_name = \"rowwise\"") != std::string::npos, rowwise);
+            if (rowwise)
+                QVERIFY(result.text.find("enable_fsdp_float8_all_gather = false") != std::string::npos);
         }
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
@@ -518,6 +527,9 @@ private Q_SLOTS:
         const ImportedConfig imported = importJobConfig(writeExport(dir, "job", t, result.text), options);
         QVERIFY(imported.config.tp_comm_overlap);
         QVERIFY(imported.config.fp8_linears);
+        QCOMPARE(imported.config.fp8_recipe, config.fp8_recipe);
+        for (const auto& warning : imported.warnings)
+            QVERIFY2(warning.find("recipe") == std::string::npos, warning.c_str());
         // FSDP2 prefetches its own gathers: torchtitan has no parameter-gather switch to carry.
         QCOMPARE(imported.config.overlap_param_gather, t == ExportTarget::Megatron);
     }

@@ -51,8 +51,8 @@ bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
         && a.ignore_small_tensor_threshold == b.ignore_small_tensor_threshold && a.method == b.method
         && a.max_cp == b.max_cp && a.layer_num == b.layer_num && a.tp_comm_overlap == b.tp_comm_overlap
         && a.overlap_param_gather == b.overlap_param_gather && a.moe_a2a_overlap == b.moe_a2a_overlap
-        && a.fp8_linears == b.fp8_linears && a.eager_kernels == b.eager_kernels && a.framework == b.framework
-        && a.min_memory_headroom == b.min_memory_headroom;
+        && a.fp8_linears == b.fp8_linears && a.fp8_recipe == b.fp8_recipe && a.eager_kernels == b.eager_kernels
+        && a.framework == b.framework && a.min_memory_headroom == b.min_memory_headroom;
 }
 
 /** Every field away from its default (and values that are not round in binary). */
@@ -96,6 +96,7 @@ PlannerConfig unusualConfig()
     c.max_cp = 4;
     c.layer_num = 12;
     c.framework = Framework::DeepSpeed;
+    c.fp8_recipe = Float8Recipe::Rowwise; // read only with fp8_linears, which DeepSpeed cannot run
     c.min_memory_headroom = 2.7;
     return c;
 }
@@ -144,7 +145,7 @@ private Q_SLOTS:
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
         // 32 AutoDist keys + method, max_cp, layer_num, the five framework features, use_profile, framework and
         // min_memory_headroom
-        QCOMPARE(allKeys.size(), std::size_t {43});
+        QCOMPARE(allKeys.size(), std::size_t {44});
     }
 
     void roundTrip()
@@ -365,6 +366,10 @@ private Q_SLOTS:
         row("composer pipeshard", R"({"framework": "composer", "method": "pipeshard"})", "method",
             "needs pipeline parallelism");
         row("deepspeed fp8", R"({"framework": "deepspeed", "fp8_linears": true})", "fp8_linears", "no FP8 training");
+        row("megatron rowwise", R"({"framework": "megatron-core", "fp8_linears": true, "fp8_recipe": "rowwise"})",
+            "fp8_recipe", "megatron-core has no rowwise FP8 scaling");
+        row("recipe typo", R"({"fp8_recipe": "row-wise"})", "fp8_recipe", "use \"tensorwise\" or \"rowwise\"");
+        row("recipe type", R"({"fp8_recipe": 1})", "fp8_recipe", "expected a string");
         row("titan async TP eager", R"({"framework": "titan", "tp_comm_overlap": true, "eager_kernels": true})",
             "tp_comm_overlap", "needs torch.compile");
         // The headroom.
@@ -394,6 +399,7 @@ private Q_SLOTS:
                                  R"({"framework": "torchtitan", "zero_stage": 3, "pipeline_scheduler": "gpipe"})",
                                  R"({"framework": "composer", "pipeline_nstages": 1, "pipeline_scheduler": "1f1b"})",
                                  R"({"framework": "deepspeed", "method": "zero2"})",
+                                 R"({"framework": "torchtitan", "fp8_linears": true, "fp8_recipe": "rowwise"})",
                                  R"({"framework": "megatron-core", "method": "pipeshard", "min_memory_headroom": 2})"})
             plannerConfigFromJson(json::parse(text), "ok.json").validate();
     }

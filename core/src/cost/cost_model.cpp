@@ -404,6 +404,7 @@ LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpG
     layout.tp_comm_overlap = c.tp_comm_overlap;
     layout.moe_a2a_overlap = c.moe_a2a_overlap;
     layout.fp8_linears = c.fp8_linears;
+    layout.fp8_recipe = c.fp8_recipe;
     layout.eager_kernels = c.eager_kernels;
     layout.micro_batch = c.micro_batch;
     layout.recompute = c.recompute;
@@ -467,10 +468,11 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
     }
     std::string key
         = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.expertTp(), ',', c.sequence_parallel,
-              c.tp_comm_overlap, c.fp8_linears, c.eager_kernels, c.moe_a2a_overlap, ',', c.micro_batch, ',',
-              static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',',
-              layout.cp_group.per_node, ',', layout.ep_group.per_node, ',', layout.loss_saved_bytes_per_logit, ',',
-              layout.loss_working_bytes_per_logit, ',', layout.selective_checkpoint_policy, ',',
+              c.tp_comm_overlap, c.fp8_linears, static_cast<int>(c.fp8_recipe), c.eager_kernels, c.moe_a2a_overlap, ',',
+              c.micro_batch, ',', static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',',
+              layout.tp_group.per_node, ',', layout.cp_group.per_node, ',', layout.ep_group.per_node, ',',
+              layout.loss_saved_bytes_per_logit, ',', layout.loss_working_bytes_per_logit, ',',
+              layout.selective_checkpoint_policy, ',',
               // Every layout term a framework sets (CP exchange, TP-overlap chunking, loss bytes) follows from it.
               static_cast<int>(c.framework), '|', pattern);
     std::lock_guard lock(m_cacheMutex);

@@ -127,6 +127,9 @@ FrameworkProfile megatronCore()
     // and forces it off without interleaving.
     p.pipeline_p2p_blocks_compute = true;
     p.interleaved_p2p_overlaps = true;
+    // --fp8-recipe (megatron/training/arguments.py): tensorwise (Transformer Engine's Float8CurrentScaling, the
+    // dynamic per-tensor scaling the cost model prices), delayed, mxfp8, blockwise; no per-row scaling.
+    p.fp8_recipes = {Float8Recipe::Tensorwise};
     // --overlap-moe-expert-parallel-comm (megatron/core/pipeline_parallel/ combined 1F1B with
     // --delay-wgrad-compute): a forward and a backward micro-batch interleaved layer by layer.
     p.moe_a2a_overlap = true;
@@ -345,6 +348,9 @@ std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig
                    "megatron-core (--overlap-moe-expert-parallel-comm)");
     if (c.fp8_linears && !p.fp8)
         return cat(name, " has no FP8 training: turn FP8 linears off, or choose another framework");
+    if (c.fp8_linears && std::find(p.fp8_recipes.begin(), p.fp8_recipes.end(), c.fp8_recipe) == p.fp8_recipes.end())
+        return cat(name, " has no ", float8RecipeName(c.fp8_recipe),
+                   " FP8 scaling: use the tensorwise recipe, or choose another framework");
     if (p.requires_sharded_dp && c.dp * c.cp < 2)
         return cat(name, " trains in bf16 only under FSDP, which needs dp x cp >= 2 (got ", c.dp * c.cp,
                    "): without it the weights stay fp32");

@@ -28,6 +28,19 @@ std::optional<RecomputeKind> parseRecompute(std::string_view name)
     return std::nullopt;
 }
 
+std::string_view float8RecipeName(Float8Recipe recipe)
+{
+    return recipe == Float8Recipe::Rowwise ? "rowwise" : "tensorwise";
+}
+
+std::optional<Float8Recipe> parseFloat8Recipe(std::string_view name)
+{
+    for (const auto recipe : {Float8Recipe::Tensorwise, Float8Recipe::Rowwise})
+        if (float8RecipeName(recipe) == name)
+            return recipe;
+    return std::nullopt;
+}
+
 std::string ParallelConfig::describe() const
 {
     std::string text = cat("tp", tp, " pp", pp, " dp", dp);
@@ -49,7 +62,7 @@ std::string ParallelConfig::describe() const
     if (moe_a2a_overlap)
         text += " a2a-overlap";
     if (fp8_linears)
-        text += " fp8-linears";
+        text += fp8_recipe == Float8Recipe::Rowwise ? " fp8-linears-rowwise" : " fp8-linears";
     if (eager_kernels)
         text += " eager";
     text += cat(" recompute=", recomputeName(recompute));

@@ -381,6 +381,17 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
                 c.fp8_linears = true;
     if (root["float8"]["enable_float8_linear"].value_or(false))
         c.fp8_linears = true;
+    // recipe_name ([quantize.linear.float8] in v0.2.x, [float8] before): absent = tensorwise.
+    const auto recipeName = root["quantize"]["linear"]["float8"]["recipe_name"].value<std::string>()
+        ? root["quantize"]["linear"]["float8"]["recipe_name"].value<std::string>()
+        : root["float8"]["recipe_name"].value<std::string>();
+    if (recipeName && *recipeName != "tensorwise") {
+        if (*recipeName == "rowwise")
+            c.fp8_recipe = Float8Recipe::Rowwise;
+        else
+            out.warnings.push_back(
+                cat("float8 recipe_name \"", *recipeName, "\" is not modelled: simulated as tensorwise scaling"));
+    }
     // Without [compile] enable (v0.2.x; [training] compile before) the job runs eager PyTorch.
     c.eager_kernels = !(root["compile"]["enable"].value_or(false) || root["training"]["compile"].value_or(false));
     const std::int64_t etp = parallelism.integer("expert_tensor_parallel_degree", 1, kMaxDegree).value_or(1);

@@ -279,6 +279,9 @@ std::string exportMegatron(Context& context)
     }
     if (c.fp8_linears) {
         add(args, "--fp8-format", "hybrid");
+        // --fp8-recipe (Megatron core >= 0.12) defaults to delayed scaling; tensorwise is the current per-tensor
+        // scaling the plan costs. Megatron has no rowwise recipe (frameworkRestriction refuses it).
+        add(args, "--fp8-recipe", "tensorwise");
         context.note("--fp8-format hybrid runs the linear layers in FP8 through Transformer Engine (E4M3 forward, E5M2 "
                      "gradients); the plan costs FP8 GEMMs with dynamic-scaling casts");
     }

@@ -333,8 +333,9 @@ std::string exportTorchtitan(Context& context)
                        text("dump_folder", "./outputs")}});
     Table model = modelTable(context);
     if (c.fp8_linears)
-        model.values.push_back({"converters", "[\"quantize.linear.float8\"]", std::string("quantize.linear.float8"),
-                                "torchao tensorwise Float8 linears (the output projection stays bf16)"});
+        model.values.push_back(
+            {"converters", "[\"quantize.linear.float8\"]", std::string("quantize.linear.float8"),
+             cat("torchao ", float8RecipeName(c.fp8_recipe), " Float8 linears (the output projection stays bf16)")});
     tables.push_back(std::move(model));
     tables.push_back(trainingTable(context));
     tables.push_back(parallelismTable(context));
@@ -347,7 +348,15 @@ std::string exportTorchtitan(Context& context)
         context.note("the plan runs eager (no torch.compile), but async TP needs compile and Float8 linears are slow "
                      "without it: [compile] is left off as planned");
     }
-    if (c.fp8_linears) {
+    if (c.fp8_linears && c.fp8_recipe == Float8Recipe::Rowwise) {
+        // torchtitan/components/quantization/float8.py (v0.2.x): a recipe_name goes through
+        // Float8LinearConfig.from_recipe_name and asserts enable_fsdp_float8_all_gather is off; FSDP gathers bf16.
+        tables.push_back({"quantize.linear.float8",
+                          {text("recipe_name", "rowwise"),
+                           boolean("enable_fsdp_float8_all_gather", false),
+                           {"filter_fqns", "[\"output\"]", std::nullopt, {}}}});
+    } else if (c.fp8_linears) {
+        // No recipe_name: torchtitan's tensorwise Float8LinearConfig, which can all-gather FSDP weights in FP8.
         const bool fsdp = c.zero_stage == 3 && c.dp * c.cp > 1; // weights are all-gathered: gather them in FP8
         tables.push_back({"quantize.linear.float8",
                           {boolean("enable_fsdp_float8_all_gather", fsdp),

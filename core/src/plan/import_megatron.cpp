@@ -936,6 +936,13 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
         out.warnings.push_back("--overlap-moe-expert-parallel-comm needs ep > 1, two or more micro-batches and pp = 1 "
                                "or the interleaved schedule; simulated off");
     c.fp8_linears = args.has("--fp8-format");
+    if (c.fp8_linears) {
+        // --fp8-recipe defaults to delayed scaling (megatron/training/arguments.py); only tensorwise is costed.
+        const std::string recipe = args.string("--fp8-recipe").value_or("delayed");
+        if (recipe != "tensorwise")
+            out.warnings.push_back(
+                cat("--fp8-recipe ", recipe, " is simulated as tensorwise (current per-tensor) scaling"));
+    }
     for (const char* flag : {"--hierarchical-context-parallel-sizes", "--overlap-param-gather-with-optimizer-step",
                              "--distribute-saved-activations", "--no-overlap-p2p-communication"})
         if (args.has(flag))

@@ -178,6 +178,7 @@ json configJson(const ParallelConfig& c)
                  {"overlap_param_gather", c.overlap_param_gather},
                  {"moe_a2a_overlap", c.moe_a2a_overlap},
                  {"fp8_linears", c.fp8_linears},
+                 {"fp8_recipe", float8RecipeName(c.fp8_recipe)},
                  {"eager_kernels", c.eager_kernels},
                  {"framework", frameworkName(c.framework)},
                  {"recompute", recomputeName(c.recompute)},
@@ -270,6 +271,12 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     c.overlap_param_gather = f.boolean("overlap_param_gather", false);
     c.moe_a2a_overlap = f.boolean("moe_a2a_overlap", false);
     c.fp8_linears = f.boolean("fp8_linears", false);
+    if (const auto recipe = f.optString("fp8_recipe")) { // absent in older plans: tensorwise
+        const auto parsed = parseFloat8Recipe(*recipe);
+        if (!parsed)
+            f.fail("fp8_recipe", cat("unknown FP8 recipe '", *recipe, "'"), "use tensorwise or rowwise");
+        c.fp8_recipe = *parsed;
+    }
     c.eager_kernels = f.boolean("eager_kernels", false);
     if (const auto framework = f.optString("framework")) { // absent in older plans: generic
         const auto parsed = parseFramework(*framework);

@@ -82,6 +82,7 @@ nlohmann::json candidateJson(const Evaluation& e, const CostModel& model)
               {"overlap_param_gather", c.overlap_param_gather},
               {"moe_a2a_overlap", c.moe_a2a_overlap},
               {"fp8_linears", c.fp8_linears},
+              {"fp8_recipe", float8RecipeName(c.fp8_recipe)},
               {"eager_kernels", c.eager_kernels},
               {"framework", frameworkName(c.framework)},
               {"schedule", scheduleName(c.schedule)},

@@ -257,6 +257,7 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     c.moe_a2a_overlap = config.moe_a2a_overlap && c.ep > 1 && m >= 2
                                         && (pp == 1 || schedule == ScheduleKind::Interleaved1F1B);
                                     c.fp8_linears = config.fp8_linears;
+                                    c.fp8_recipe = config.fp8_recipe;
                                     c.eager_kernels = config.eager_kernels;
                                     c.recompute = recompute;
                                     c.recompute_modules = space.recompute_modules;

@@ -205,6 +205,9 @@ void validateFramework(const PlannerConfig& c, std::string_view origin)
     }
     if (c.fp8_linears && !p.fp8)
         fail(origin, "fp8_linears", cat(name, " has no FP8 training"), cat("set it to false, ", kOtherFramework));
+    if (c.fp8_linears && std::find(p.fp8_recipes.begin(), p.fp8_recipes.end(), c.fp8_recipe) == p.fp8_recipes.end())
+        fail(origin, "fp8_recipe", cat(name, " has no ", float8RecipeName(c.fp8_recipe), " FP8 scaling"),
+             cat("use \"tensorwise\", ", kOtherFramework));
     if (c.moe_a2a_overlap && !p.moe_a2a_overlap)
         fail(origin, "moe_a2a_overlap", cat(name, " does not overlap expert all-to-alls with compute"),
              cat("set it to false, ", kOtherFramework));
@@ -390,6 +393,12 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
     c.overlap_param_gather = f.boolean("overlap_param_gather", c.overlap_param_gather);
     c.moe_a2a_overlap = f.boolean("moe_a2a_overlap", c.moe_a2a_overlap);
     c.fp8_linears = f.boolean("fp8_linears", c.fp8_linears);
+    if (const auto recipe = f.optString("fp8_recipe")) {
+        const auto parsed = parseFloat8Recipe(toLower(trimmed(*recipe)));
+        if (!parsed)
+            f.fail("fp8_recipe", cat("unknown FP8 recipe '", *recipe, "'"), "use \"tensorwise\" or \"rowwise\"");
+        c.fp8_recipe = *parsed;
+    }
     c.eager_kernels = f.boolean("eager_kernels", c.eager_kernels);
     c.layer_num = integer("layer_num", 0, 100000, c.layer_num);
     if (const auto framework = f.optString("framework")) {
@@ -460,6 +469,7 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"overlap_param_gather", c.overlap_param_gather},
                  {"moe_a2a_overlap", c.moe_a2a_overlap},
                  {"fp8_linears", c.fp8_linears},
+                 {"fp8_recipe", float8RecipeName(c.fp8_recipe)},
                  {"eager_kernels", c.eager_kernels},
                  {"layer_num", c.layer_num},
                  {"framework", frameworkName(c.framework)},

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "shardscape/cost/float8_recipe.h"
 #include "shardscape/sim/schedule.h"
 
 #include <cstdint>
@@ -168,6 +169,9 @@ struct FrameworkProfile
     bool moe_a2a_overlap = false;
     bool tensor_parallel = true;
     bool fp8 = true;
+    /** The FP8 scaling recipes it runs (Megatron's --fp8-recipe has tensorwise, delayed, mxfp8 and blockwise scaling,
+        no rowwise; torchtitan's float8 converter takes torchao's tensorwise and rowwise). */
+    std::vector<Float8Recipe> fp8_recipes {Float8Recipe::Tensorwise, Float8Recipe::Rowwise};
     bool requires_sharded_dp = false; ///< torchtitan trains in bf16 only under FSDP (dp x cp >= 2)
     /** PyTorch's 1F1B / interleaved schedules raise with fewer micro-batches than pipeline stages. */
     bool microbatches_at_least_stages = false;

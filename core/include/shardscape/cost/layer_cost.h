@@ -13,18 +13,6 @@
 
 namespace shardscape {
 
-/**
- * How FP8 linears scale their operands (torchao's Float8LinearRecipeName, torchtitan --float8.recipe_name).
- * Tensorwise: one dynamic scale per tensor; each operand is cast once and its FP8 copy (and transpose) reused by
- * the backward GEMMs. Rowwise: one scale per row along the GEMM's reduction dimension, so every operand is cast
- * again, along the other axis, for the GEMM that reduces over its other dimension.
- */
-enum class Float8Recipe : std::uint8_t
-{
-    Tensorwise,
-    Rowwise
-};
-
 /** How one layer is laid out: everything about a ParallelConfig that changes a layer's cost. */
 struct LayerLayout
 {

@@ -66,6 +66,8 @@ struct ParallelConfig
     /** Linear layers run their GEMMs in FP8 with dynamic scaling (torchtitan's float8 converter, Transformer
         Engine's --fp8-format hybrid); attention, norms and the rest stay in the model's dtype. */
     bool fp8_linears = false;
+    /** Their scaling recipe (only read when fp8_linears is on). */
+    Float8Recipe fp8_recipe = Float8Recipe::Tensorwise;
     /** Eager PyTorch (no torch.compile): RMSNorm, rotary embedding and SwiGLU run as chains of unfused kernels,
         several of them in fp32, instead of one fused kernel each (torch.compile, Megatron/Transformer Engine). */
     bool eager_kernels = false;

@@ -75,6 +75,7 @@ struct PlannerConfig
     bool overlap_param_gather = false;
     bool moe_a2a_overlap = false; ///< applied where ep > 1 and there are two or more micro-batches
     bool fp8_linears = false;
+    Float8Recipe fp8_recipe = Float8Recipe::Tensorwise; ///< "fp8_recipe": tensorwise | rowwise
     bool eager_kernels = false;
     /** Not an AutoDist key: the training framework the plan is for ("framework" in JSON: generic, megatron-core,
         nemo, torchtitan, deepspeed, composer). It sets the memory terms of every candidate and bounds the search to
