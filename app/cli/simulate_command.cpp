@@ -103,7 +103,7 @@ ScheduleKind scheduleFromName(const std::string& name)
 {
     if (const auto kind = parseSchedule(name))
         return *kind;
-    throw InputError(cat("unknown schedule '", name, "'"), "choose gpipe, 1f1b, interleaved or zb-h1");
+    throw InputError(cat("unknown schedule '", name, "'"), "choose gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipev");
 }
 
 RecomputeKind recomputeFromName(const std::string& name)
@@ -192,7 +192,11 @@ std::string wayOut(const Evaluation& e, const CostModel& model, const SimulateOp
         return cat("pick a --zero-ngroups that divides dp x cp = ", c.dp * c.cp);
     if (c.pp * c.vpp > layers)
         return cat("use fewer pipeline chunks (pp x vpp at most ", layers, ")");
-    if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
+    if (isVShaped(c.schedule) && (c.pp < 2 || c.vpp != 2))
+        return cat("the ", scheduleName(c.schedule), " schedule needs --pp 2 or more and --vpp 2");
+    if (isVShaped(c.schedule) && c.num_microbatches < 2 * c.pp)
+        return cat("raise the global batch to at least ", 2 * c.pp * perStep, " (2 x pp micro-batches), or lower --pp");
+    if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B && !isVShaped(c.schedule))
         return "add --schedule interleaved, or leave --vpp out";
     if (c.schedule == ScheduleKind::Interleaved1F1B) {
         if (c.pp < 2 || c.vpp < 2)
@@ -641,8 +645,11 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     cmd->add_option("--framework", o->framework,
                     "training framework the configuration is for (its memory terms and what it can run): "
                         + frameworkChoices() + "; default generic, or the job config's with --from-config");
-    auto* schedule = cmd->add_option("--schedule", o->schedule, "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1")
-                         ->capture_default_str();
+    auto* schedule
+        = cmd->add_option(
+                 "--schedule", o->schedule,
+                 "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipev (the last two: --vpp 2)")
+              ->capture_default_str();
     configuration.push_back(schedule);
     cmd->add_option("--seq-len", o->seq_len, "tokens per sequence (default: min(max positions, 4096))")
         ->check(CLI::Range(std::int64_t {1}, std::int64_t {100'000'000}));

@@ -534,6 +534,52 @@ private Q_SLOTS:
         QCOMPARE(imported.config.overlap_param_gather, t == ExportTarget::Megatron);
     }
 
+    void vSchedulesRoundTripThroughTorchtitan_data()
+    {
+        QTest::addColumn<int>("kind");
+        QTest::addColumn<QString>("name");
+        QTest::newRow("zb-v") << static_cast<int>(ScheduleKind::ZeroBubbleV) << QStringLiteral("ZBVZeroBubble");
+        QTest::newRow("dualpipev") << static_cast<int>(ScheduleKind::DualPipeV) << QStringLiteral("DualPipeV");
+    }
+    void vSchedulesRoundTripThroughTorchtitan()
+    {
+        // torchtitan v0.2.x runs PyTorch's ScheduleZBVZeroBubble and ScheduleDualPipeV: two stages per rank in a V.
+        QFETCH(int, kind);
+        QFETCH(QString, name);
+        ParallelConfig config = llama7bConfig();
+        config.vpp = 2;
+        config.schedule = static_cast<ScheduleKind>(kind);
+        config.zero_stage = 3;
+        config.framework = Framework::Torchtitan;
+        const auto c = makeCase("llama2-7b", 1, config);
+        QVERIFY2(c->evaluation.feasible, c->evaluation.reason.c_str());
+        const ExportResult result = exportPlan(ExportTarget::Torchtitan, c->plan, *c->graph, c->plan.cluster, nullptr);
+        const std::string line = "pipeline_parallel_schedule = \"" + name.toStdString() + "\"";
+        QVERIFY2(result.text.find(line) != std::string::npos, result.text.c_str());
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        ImportOptions options;
+        options.num_layers = static_cast<int>(c->graph->transformer->num_layers);
+        const ImportedConfig imported
+            = importJobConfig(writeExport(dir, "job", ExportTarget::Torchtitan, result.text), options);
+        QCOMPARE(static_cast<int>(imported.config.schedule), kind);
+        QCOMPARE(imported.config.vpp, 2);
+        // The stage split survives: virtual stage v's layers, read off the rank that runs it.
+        std::vector<int> expected;
+        for (int v = 0; v < 2 * config.pp; ++v) {
+            const int rank = stageRank(config.schedule, config.pp, v);
+            const auto& chunks = c->evaluation.stages[static_cast<std::size_t>(rank)].chunks;
+            const auto& chunk = chunks[v < config.pp ? 0 : 1];
+            expected.push_back(chunk.second - chunk.first + 1);
+        }
+        QCOMPARE(imported.config.stage_layers, expected);
+        // Megatron runs neither: the framework's limits name the schedules it has.
+        config.framework = Framework::MegatronCore;
+        config.zero_stage = 1;
+        const std::string why = frameworkRestriction(frameworkProfile(config.framework), config);
+        QVERIFY2(why.find("pipeline schedule") != std::string::npos, why.c_str());
+    }
+
     void expertAllToAllOverlapRoundTrips()
     {
         // A Megatron export of an MoE plan with the all-to-all overlap and whole experts (etp 1 under tp 2) carries

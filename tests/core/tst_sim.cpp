@@ -104,6 +104,9 @@ private Q_SLOTS:
     void sendsDelayTimeline();
     void sendsSerializeOnOneRank();
     void blockingSendsHoldTheCompute();
+    void vScheduleBubbleAndMemory_data();
+    void vScheduleBubbleAndMemory();
+    void vScheduleTurnSendsNothing();
 
     void gradSyncAndOptimizer_data();
     void gradSyncAndOptimizer();
@@ -125,8 +128,8 @@ private Q_SLOTS:
 
 void TestSim::scheduleNames()
 {
-    for (auto kind :
-         {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B, ScheduleKind::ZeroBubbleH1}) {
+    for (auto kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B,
+                      ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV}) {
         const auto parsed = parseSchedule(scheduleName(kind));
         QVERIFY(parsed.has_value());
         QCOMPARE(*parsed, kind);
@@ -153,6 +156,10 @@ void TestSim::scheduleCoversEveryAction_data()
     QTest::newRow("interleaved 1x2x3") << ScheduleKind::Interleaved1F1B << 1 << 2 << 3;
     QTest::newRow("zb-h1 4x8") << ScheduleKind::ZeroBubbleH1 << 4 << 1 << 8;
     QTest::newRow("zb-h1 4x2") << ScheduleKind::ZeroBubbleH1 << 4 << 1 << 2;
+    QTest::newRow("zb-v 4x2x8") << ScheduleKind::ZeroBubbleV << 4 << 2 << 8;
+    QTest::newRow("zb-v 3x2x13") << ScheduleKind::ZeroBubbleV << 3 << 2 << 13;
+    QTest::newRow("dualpipev 4x2x8") << ScheduleKind::DualPipeV << 4 << 2 << 8;
+    QTest::newRow("dualpipev 5x2x17") << ScheduleKind::DualPipeV << 5 << 2 << 17;
 }
 
 void TestSim::scheduleCoversEveryAction()
@@ -163,14 +170,16 @@ void TestSim::scheduleCoversEveryAction()
     QFETCH(int, m);
     const auto ranks = buildSchedule(kind, pp, vpp, m);
     QCOMPARE(int(ranks.size()), pp);
-    const bool split = kind == ScheduleKind::ZeroBubbleH1;
+    const bool mixed = kind == ScheduleKind::DualPipeV; // whole backwards and split ones (its zero-bubble steps)
+    const bool split = kind == ScheduleKind::ZeroBubbleH1 || kind == ScheduleKind::ZeroBubbleV;
     std::set<std::tuple<int, int, int>> seen; // (kind, stage, microbatch)
     for (int r = 0; r < pp; ++r) {
-        QCOMPARE(int(ranks[std::size_t(r)].size()), (split ? 3 : 2) * m * vpp);
+        if (!mixed)
+            QCOMPARE(int(ranks[std::size_t(r)].size()), (split ? 3 : 2) * m * vpp);
         // on each rank, a micro-batch's F precedes its B, which precedes its W
         std::map<std::pair<int, int>, int> progress;
         for (const Action& a : ranks[std::size_t(r)]) {
-            QCOMPARE(a.stage % pp, r);
+            QCOMPARE(stageRank(kind, pp, a.stage), r);
             QVERIFY(a.stage >= 0 && a.stage < pp * vpp);
             QVERIFY(a.microbatch >= 0 && a.microbatch < m);
             QVERIFY(seen.insert({int(a.kind), a.stage, a.microbatch}).second);
@@ -182,20 +191,26 @@ void TestSim::scheduleCoversEveryAction()
             case ActionKind::Backward:
                 QVERIFY(!split);
                 QCOMPARE(step, 1);
+                ++step; // whole: nothing follows
                 break;
             case ActionKind::BackwardInput:
-                QVERIFY(split);
+                QVERIFY(split || mixed);
                 QCOMPARE(step, 1);
                 break;
             case ActionKind::BackwardWeight:
-                QVERIFY(split);
+                QVERIFY(split || mixed);
                 QCOMPARE(step, 2);
                 break;
             }
             ++step;
         }
+        // Every chunk-micro-batch of the rank ran forward and all of its backward.
+        QCOMPARE(int(progress.size()), m * vpp);
+        for (const auto& [key, step] : progress)
+            QCOMPARE(step, 3);
     }
-    QCOMPARE(int(seen.size()), (split ? 3 : 2) * m * pp * vpp);
+    if (!mixed)
+        QCOMPARE(int(seen.size()), (split ? 3 : 2) * m * pp * vpp);
 }
 
 void TestSim::oneFOneBWarmup_data()
@@ -579,6 +594,79 @@ void TestSim::blockingSendsHoldTheCompute()
     COMPARE_NEAR(forward1Beside->start, 1.0);
 }
 
+void TestSim::vScheduleBubbleAndMemory_data()
+{
+    QTest::addColumn<ScheduleKind>("kind");
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<int>("m");
+    QTest::addColumn<double>("forward");
+    QTest::addColumn<double>("weight");
+    QTest::addColumn<double>("bubble");
+    QTest::addColumn<int>("inflight");
+    // Per chunk F = I (input gradient) = 1, W as given; no communication. Bubble = step - 2m(F + I + W).
+    // ZB-V (PyTorch's ScheduleZBVZeroBubble): with F = I = W the last rank waits p - 1 chunk forwards for its first
+    // input and the schedule loses nothing after that, (p - 1) F; it keeps 2p chunk-micro-batches, 1F1B's p whole
+    // micro-batches (Qi et al., ICLR'24: ZB-V has 1F1B's activation memory).
+    for (const int pp : {2, 4, 8})
+        QTest::newRow(qPrintable(QString("zb-v p%1").arg(pp)))
+            << ScheduleKind::ZeroBubbleV << pp << 4 * pp << 1.0 << 1.0 << double(pp - 1) << 2 * pp;
+    // DualPipeV (DualPipe README): bubble (PP/2 - 1)(F&B + B - 3W) over PP = 2p stages, with F&B = F + B the paired
+    // chunk and B = I + W the whole backward: 2(p - 1) at F = I = W = 1, 3(p - 1) with W = 0; activations PP + 1 =
+    // 2p + 1 chunk-micro-batches.
+    for (const int pp : {2, 4, 8}) {
+        QTest::newRow(qPrintable(QString("dualpipev p%1").arg(pp)))
+            << ScheduleKind::DualPipeV << pp << 4 * pp << 1.0 << 1.0 << 2.0 * (pp - 1) << 2 * pp + 1;
+        QTest::newRow(qPrintable(QString("dualpipev p%1 w0").arg(pp)))
+            << ScheduleKind::DualPipeV << pp << 4 * pp << 1.0 << 0.0 << 3.0 * (pp - 1) << 2 * pp + 1;
+    }
+}
+
+void TestSim::vScheduleBubbleAndMemory()
+{
+    QFETCH(ScheduleKind, kind);
+    QFETCH(int, pp);
+    QFETCH(int, m);
+    QFETCH(double, forward);
+    QFETCH(double, weight);
+    QFETCH(double, bubble);
+    QFETCH(int, inflight);
+    auto spec = uniformSpec(kind, pp, 2, m, forward, 1.0, weight);
+    for (auto& stage : spec.stages)
+        stage.activation_bytes = 1;
+    const auto result = simulatePipeline(spec);
+    const double busy = 2.0 * m * (forward + 1.0 + weight);
+    COMPARE_NEAR(result.step_time - busy, bubble);
+    for (int r = 0; r < pp; ++r) {
+        COMPARE_NEAR(result.busy[std::size_t(r)], busy);
+        QCOMPARE(result.peak_inflight[std::size_t(r)], inflight);
+        COMPARE_NEAR(result.peak_memory[std::size_t(r)], double(inflight));
+    }
+    // Both beat 1F1B over the same 2p stages of half a rank's layers each (p ranks of two, (p - 1)(F + B) per rank).
+    const auto oneF = simulatePipeline(uniformSpec(ScheduleKind::OneFOneB, pp, 1, m, 2 * forward, 2.0, 2 * weight));
+    QVERIFY(result.step_time < oneF.step_time);
+}
+
+void TestSim::vScheduleTurnSendsNothing()
+{
+    // The V turns on the last rank (stages p - 1 and p) and ends on rank 0 (stage 2p - 1 next to stage 0): there
+    // nothing crosses a link, so a send cost there changes nothing, while one between ranks does.
+    auto spec = uniformSpec(ScheduleKind::ZeroBubbleV, 2, 2, 4, 1.0, 1.0, 1.0);
+    spec.record_events = true;
+    const double base = simulatePipeline(spec).step_time;
+    spec.stages[1].send_forward = 5; // stage 1 -> 2, both on rank 1
+    spec.stages[2].send_backward = 5; // stage 2 -> 1, both on rank 1
+    const auto turn = simulatePipeline(spec);
+    COMPARE_NEAR(turn.step_time, base);
+    for (const auto& e : turn.events)
+        QVERIFY(e.kind != EventKind::SendForward || e.stage != 1);
+    spec.stages[0].send_forward = 5; // stage 0 (rank 0) -> stage 1 (rank 1)
+    QVERIFY(simulatePipeline(spec).step_time > base + 5);
+    // Rank 0 holds the first and the last stage, rank 1 the two in the middle.
+    QCOMPARE(stageRank(ScheduleKind::ZeroBubbleV, 2, 3), 0);
+    QCOMPARE(stageRank(ScheduleKind::DualPipeV, 2, 2), 1);
+    QCOMPARE(rankStages(ScheduleKind::DualPipeV, 4, 2, 1), (std::vector<int> {1, 6}));
+}
+
 void TestSim::gradSyncAndOptimizer_data()
 {
     // 1F1B, p = 2, m = 2, F = 1, B = 1 + 1: r1 runs F0 [1, 2] B0 [2, 4] F1 [4, 5] B1 [5, 7]; r0 runs F0 [0, 1]
@@ -823,6 +911,9 @@ void TestSim::invalidScheduleThrows_data()
     QTest::newRow("interleaved vpp 1") << ScheduleKind::Interleaved1F1B << 4 << 1 << 8;
     QTest::newRow("interleaved m 6 pp 4") << ScheduleKind::Interleaved1F1B << 4 << 2 << 6;
     QTest::newRow("zb-h1 vpp 3") << ScheduleKind::ZeroBubbleH1 << 4 << 3 << 8;
+    QTest::newRow("zb-v vpp 3") << ScheduleKind::ZeroBubbleV << 4 << 3 << 8;
+    QTest::newRow("dualpipev pp 1") << ScheduleKind::DualPipeV << 1 << 2 << 8;
+    QTest::newRow("dualpipev m < 2pp") << ScheduleKind::DualPipeV << 4 << 2 << 7;
     QTest::newRow("huge") << ScheduleKind::OneFOneB << 1 << 1 << 2000000000;
 }
 

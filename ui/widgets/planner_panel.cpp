@@ -96,7 +96,9 @@ PlannerPanel::PlannerPanel(QWidget* parent)
                         {tr("GPipe"), QStringLiteral("gpipe")},
                         {tr("1F1B"), QStringLiteral("1f1b")},
                         {tr("interleaved 1F1B"), QStringLiteral("interleaved")},
-                        {tr("zero bubble (ZB-H1)"), QStringLiteral("zb-h1")}},
+                        {tr("zero bubble (ZB-H1)"), QStringLiteral("zb-h1")},
+                        {tr("zero bubble V (ZB-V)"), QStringLiteral("zb-v")},
+                        {tr("DualPipeV"), QStringLiteral("dualpipev")}},
                        tr("pipeline_scheduler"));
     m_solver = combo(this,
                      {{tr("dp (dynamic programming)"), QStringLiteral("dp")}, {tr("ilp (CBC)"), QStringLiteral("ilp")}},

@@ -18,6 +18,8 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace shardscape::ui {
 
 namespace {
@@ -45,8 +47,10 @@ std::vector<int> resolvedStageLayers(const Evaluation& e)
     const int pp = static_cast<int>(e.stages.size());
     std::vector<int> out;
     for (int s = 0; pp > 0 && s < pp * e.config.vpp; ++s) {
-        const StageReport& stage = e.stages[static_cast<std::size_t>(s % pp)];
-        const auto chunk = static_cast<std::size_t>(s / pp);
+        const int rank = stageRank(e.config.schedule, pp, s);
+        const StageReport& stage = e.stages[static_cast<std::size_t>(rank)];
+        const auto onRank = rankStages(e.config.schedule, pp, e.config.vpp, rank);
+        const auto chunk = static_cast<std::size_t>(std::find(onRank.begin(), onRank.end(), s) - onRank.begin());
         if (chunk < stage.chunks.size())
             out.push_back(stage.chunks[chunk].second - stage.chunks[chunk].first + 1);
         else if (e.config.vpp == 1)
@@ -114,8 +118,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         m_zero->addItem(QString::number(zero), zero);
     for (const auto kind : {RecomputeKind::None, RecomputeKind::Selective, RecomputeKind::Full})
         m_recompute->addItem(format::text(recomputeName(kind)), static_cast<int>(kind));
-    for (const auto kind :
-         {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B, ScheduleKind::ZeroBubbleH1})
+    for (const auto kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B,
+                            ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV})
         m_schedule->addItem(format::text(scheduleName(kind)), static_cast<int>(kind));
     m_tpOverlap->setToolTip(tr("Overlap the sequence-parallel all-gathers and reduce-scatters with the GEMMs beside "
                                "them (Megatron-LM --tp-comm-overlap, torchtitan async TP); needs TP > 1"));

@@ -365,8 +365,15 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     const int chunks = c.pp * c.vpp;
     if (chunks > static_cast<int>(m_layers.size()))
         return cat("pp x vpp = ", chunks, " pipeline chunks but the model has only ", m_layers.size(), " layers");
-    if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
+    if (isVShaped(c.schedule)) {
+        if (c.pp < 2 || c.vpp != 2)
+            return cat("the ", scheduleName(c.schedule), " schedule needs pp >= 2 and vpp = 2 (two chunks per rank)");
+        if (c.num_microbatches < 2 * c.pp)
+            return cat("the ", scheduleName(c.schedule), " schedule needs at least 2 x pp = ", 2 * c.pp,
+                       " micro-batches (got ", c.num_microbatches, ")");
+    } else if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B) {
         return "vpp > 1 needs the interleaved schedule";
+    }
     if (c.schedule == ScheduleKind::Interleaved1F1B) {
         if (c.pp < 2 || c.vpp < 2)
             return "the interleaved schedule needs pp >= 2 and vpp >= 2";
@@ -653,10 +660,11 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             : 0;
 
         // The optimizer step streams the rank's (sharded) states once.
-        a->optimizerStep[static_cast<std::size_t>(k % c.pp)]
+        a->optimizerStep[static_cast<std::size_t>(stageRank(c.schedule, c.pp, k))]
             += sharded(dense, expert, c.zero_stage >= 1) * adamStepBytesPerParam();
     }
-    if (c.pp > 1 && m_graph->transformer && m_graph->transformer->tied_embeddings) {
+    // Under a V the embedding (stage 0) and the head (stage 2pp - 1) share rank 0: their gradients add locally.
+    if (c.pp > 1 && !isVShaped(c.schedule) && m_graph->transformer && m_graph->transformer->tied_embeddings) {
         // Tied input and output embeddings live on the first and the last pipeline rank; after the flush their two
         // gradients are summed by an all-reduce between those ranks (Megatron finalize_model_grads
         // _allreduce_word_embedding_grads, DeepSpeed pipe/engine.py _exec_reduce_tied_grads), in the gradient
@@ -679,7 +687,6 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
                        const std::vector<double>& busy) const
 {
     const ParallelConfig& c = e.config;
-    const int chunks = c.pp * c.vpp;
     e.step_time = stepTime;
 
     // Per pipeline rank: memory at its peak and its share of the layers.
@@ -691,7 +698,7 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
         double largest = 0;
         double working = 0;
         double largestLayerParams = 0;
-        for (int k = r; k < chunks; k += c.pp) {
+        for (const int k : rankStages(c.schedule, c.pp, c.vpp, r)) {
             const auto& chunk = a.chunks[static_cast<std::size_t>(k)];
             const auto& stage = a.spec.stages[static_cast<std::size_t>(k)];
             report.chunks.emplace_back(chunk.first, chunk.last);
@@ -730,7 +737,7 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
     // Where the time of the busiest rank goes.
     const auto busiest = static_cast<int>(std::max_element(busy.begin(), busy.end()) - busy.begin());
     double tpComm = 0, otherComm = 0, recompute = 0, shardedDp = 0;
-    for (int k = busiest; k < chunks; k += c.pp) {
+    for (const int k : rankStages(c.schedule, c.pp, c.vpp, busiest)) {
         shardedDp += a.chunks[static_cast<std::size_t>(k)].shardedDpExposed.first
             + a.chunks[static_cast<std::size_t>(k)].shardedDpExposed.second;
         tpComm += a.chunks[static_cast<std::size_t>(k)].tpComm;
@@ -783,7 +790,7 @@ Evaluation CostModel::evaluate(const ParallelConfig& c, const Workload& w, const
     std::vector<double> stash(static_cast<std::size_t>(c.pp), 0.0);
     for (int r = 0; r < c.pp; ++r) {
         double fixedBytes = 0;
-        for (int k = r; k < c.pp * c.vpp; k += c.pp)
+        for (const int k : rankStages(c.schedule, c.pp, c.vpp, r))
             fixedBytes += a->spec.stages[static_cast<std::size_t>(k)].static_bytes;
         stash[static_cast<std::size_t>(r)] = sim->peak_memory[static_cast<std::size_t>(r)] - fixedBytes;
     }
@@ -832,12 +839,12 @@ Evaluation CostModel::estimate(const ParallelConfig& c, const Workload& w, bool 
     std::vector<double> busy(static_cast<std::size_t>(p), 0.0);
     std::vector<double> stash(static_cast<std::size_t>(p), 0.0);
     std::vector<int> inflight(static_cast<std::size_t>(p), 0);
-    double sumChunk = 0, maxChunk = 0, maxZbGap = 0, maxSync = 0;
+    double sumChunk = 0, maxChunk = 0, maxZbGap = 0, maxSync = 0, maxF = 0, maxBi = 0, maxW = 0;
     for (int k = 0; k < p * v; ++k) {
         const auto& s = stages[static_cast<std::size_t>(k)];
         const double compute = s.forward + s.backward_input + s.backward_weight;
         const double sends = s.send_forward + s.send_backward;
-        busy[static_cast<std::size_t>(k % p)] += compute * m;
+        busy[static_cast<std::size_t>(stageRank(schedule, p, k))] += compute * m;
         sumChunk += compute + sends;
         // Sends delay every micro-batch's cycle only when the stage waits for them; otherwise they lengthen the
         // pipeline's fill once (sumChunk).
@@ -845,6 +852,9 @@ Evaluation CostModel::estimate(const ParallelConfig& c, const Workload& w, bool 
         maxZbGap
             = std::max(maxZbGap, s.forward + s.backward_input - s.backward_weight + s.send_forward + s.send_backward);
         maxSync = std::max(maxSync, s.grad_sync - s.grad_sync_overlap);
+        maxF = std::max(maxF, s.forward + s.send_forward);
+        maxBi = std::max(maxBi, s.backward_input + s.send_backward);
+        maxW = std::max(maxW, s.backward_weight);
     }
     // In flight per rank, by the schedule's warm-up rule (micro-batches, or chunk-micro-batches when interleaved).
     for (int r = 0; r < p; ++r) {
@@ -862,13 +872,20 @@ Evaluation CostModel::estimate(const ParallelConfig& c, const Workload& w, bool 
         case ScheduleKind::Interleaved1F1B:
             count = std::min(m * v, (p - r - 1) * 2 + (v - 1) * p + 1);
             break;
+        case ScheduleKind::ZeroBubbleV:
+            count = 2 * p; // chunk-micro-batches: 1F1B's p whole micro-batches (Qi et al., ZB-V)
+            break;
+        case ScheduleKind::DualPipeV:
+            count = 2 * p + 1; // PP + 1 chunk-micro-batches (DualPipe README)
+            break;
         }
         inflight[static_cast<std::size_t>(r)] = count;
         double perMicrobatch = 0;
-        for (int k = r; k < p * v; k += p)
+        for (const int k : rankStages(schedule, p, v, r))
             perMicrobatch += stages[static_cast<std::size_t>(k)].activation_bytes;
-        stash[static_cast<std::size_t>(r)]
-            = schedule == ScheduleKind::Interleaved1F1B ? perMicrobatch / v * count : perMicrobatch * count;
+        stash[static_cast<std::size_t>(r)] = schedule == ScheduleKind::Interleaved1F1B || isVShaped(schedule)
+            ? perMicrobatch / v * count
+            : perMicrobatch * count;
     }
     double pipelineTime = 0;
     const double maxBusy = *std::max_element(busy.begin(), busy.end());
@@ -884,6 +901,15 @@ Evaluation CostModel::estimate(const ParallelConfig& c, const Workload& w, bool 
     case ScheduleKind::ZeroBubbleH1:
         // Qi et al. (ICLR'24): ZB-H1's bubble is (p - 1)(T_F + T_B - T_W).
         pipelineTime = maxBusy + (p - 1) * std::max(0.0, maxZbGap);
+        break;
+    case ScheduleKind::ZeroBubbleV:
+        // Per chunk: the last rank waits p - 1 forwards for its first input; a backward longer than the W that
+        // fills behind it adds the difference (exact at F = B = W, within a chunk's F elsewhere; tst_sim).
+        pipelineTime = maxBusy + (p - 1) * std::max(maxF, maxF + maxBi - maxW);
+        break;
+    case ScheduleKind::DualPipeV:
+        // DualPipe README: (PP/2 - 1)(F&B + B - 3W) with PP = 2p stages, F&B = F + B and B = I + W per chunk.
+        pipelineTime = maxBusy + (p - 1) * std::max(maxF, maxF + 2 * maxBi - maxW);
         break;
     }
     const double stepTime = pipelineTime + std::max(0.0, maxSync) + a->spec.optimizer_step;

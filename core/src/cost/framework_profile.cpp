@@ -167,8 +167,10 @@ FrameworkProfile nemo()
  *   final norm and output after forward: a stage keeps its blocks' bf16 copies from forward to backward;
  * - trains in bf16 only under FSDP: without dp_shard or cp the model keeps fp32 weights (training.mixed_precision
  *   applies in apply_fsdp), so the profile requires dp x cp >= 2;
- * - schedules: torch.distributed.pipelining ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B (no ZB-H1;
- *   its zero-bubble schedules are interleaved ones); Schedule1F1B raises when n_microbatches < num_stages.
+ * - schedules: torch.distributed.pipelining ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B, and the V-shaped
+ *   ScheduleZBVZeroBubble and ScheduleDualPipeV (torchtitan's pipeline_parallel_schedule "ZBVZeroBubble",
+ *   "DualPipeV"); no ZB-H1 (its other zero-bubble schedule is an interleaved one); Schedule1F1B raises when
+ *   n_microbatches < num_stages.
  */
 FrameworkProfile torchtitan()
 {
@@ -185,7 +187,8 @@ FrameworkProfile torchtitan()
     p.attention_repeats_kv = true;
     p.fragmentation = 1.05;
     p.zero_stages = {2, 3};
-    p.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B};
+    p.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B,
+                   ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV};
     p.requires_sharded_dp = true;
     p.microbatches_at_least_stages = true;
     // Context parallelism is PyTorch's context_parallel (torch/distributed/tensor/experimental/_attention.py):

@@ -208,12 +208,10 @@ TorchtitanSchedule torchtitanSchedule(const std::string& name, const TomlTable& 
                                    "placement; Shardscape's zero-bubble schedule, ZB-H1, runs one stage per rank)"));
         return {ScheduleKind::Interleaved1F1B, true};
     }
-    if (lower == "zbvzerobubble" || lower == "dualpipev") {
-        out.warnings.push_back(cat("pipeline schedule ", name,
-                                   " places two stages per rank in a V; simulated as "
-                                   "interleaved 1F1B with the looped placement"));
-        return {ScheduleKind::Interleaved1F1B, true};
-    }
+    if (lower == "zbvzerobubble")
+        return {ScheduleKind::ZeroBubbleV, true};
+    if (lower == "dualpipev")
+        return {ScheduleKind::DualPipeV, true};
     if (lower == "pipelineschedulesingle") {
         out.warnings.push_back("a CSV pipeline schedule (PipelineScheduleSingle) is simulated as 1F1B");
         return {ScheduleKind::OneFOneB, false};
@@ -434,6 +432,10 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
         if (schedule.multiStage && c.vpp < 2)
             parallelism.failKey(key,
                                 cat(scheduleName, " needs two or more stages per rank, but there are ", stages,
+                                    " stages for ", c.pp, " ranks"));
+        if (isVShaped(schedule.kind) && c.vpp != 2)
+            parallelism.failKey(key,
+                                cat(scheduleName, " places exactly two stages per rank in a V, but there are ", stages,
                                     " stages for ", c.pp, " ranks"));
         c.schedule = schedule.kind;
         if (blocks.empty() && numLayers > 0) {

@@ -289,6 +289,10 @@ std::string exportMegatron(Context& context)
     if (c.pp > 1 && c.schedule == ScheduleKind::GPipe)
         context.note("Megatron-LM has no GPipe schedule: it runs 1F1B (the same bubble, less activation memory than "
                      "predicted)");
+    if (c.pp > 1 && isVShaped(c.schedule))
+        context.note(cat("Megatron-LM has no ", scheduleName(c.schedule),
+                         " schedule: the two chunks per rank run "
+                         "interleaved (looped placement), with a larger bubble than predicted"));
     if (c.pp > 1 && c.schedule == ScheduleKind::ZeroBubbleH1)
         context.note("Megatron-LM has no zero-bubble (ZB-H1) schedule: it runs 1F1B, with a larger bubble than "
                      "predicted");

@@ -157,6 +157,10 @@ std::string scheduleFor(Context& context)
         return "1F1B";
     case ScheduleKind::Interleaved1F1B:
         return "Interleaved1F1B";
+    case ScheduleKind::ZeroBubbleV:
+        return "ZBVZeroBubble";
+    case ScheduleKind::DualPipeV:
+        return "DualPipeV";
     case ScheduleKind::ZeroBubbleH1:
         break;
     }

@@ -297,7 +297,8 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     const std::string schedule = f.string("schedule");
     const auto scheduleKind = parseSchedule(schedule);
     if (!scheduleKind)
-        f.fail("schedule", cat("unknown schedule '", schedule, "'"), "use gpipe, 1f1b, interleaved or zb-h1");
+        f.fail("schedule", cat("unknown schedule '", schedule, "'"),
+               "use gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipev");
     c.schedule = *scheduleKind;
     const json& stageLayers = f.array("stage_layers", true);
     for (std::size_t i = 0; i < stageLayers.size(); ++i) {
@@ -339,8 +340,16 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     if (std::int64_t {c.pp} * c.vpp > numLayers)
         f.fail("vpp",
                cat("pp x vpp = ", std::int64_t {c.pp} * c.vpp, " chunks, but the model has ", numLayers, " layers"));
-    if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
+    if (isVShaped(c.schedule)) {
+        if (c.pp < 2 || c.vpp != 2)
+            f.fail("schedule", cat("the ", scheduleName(c.schedule), " schedule needs pp >= 2 and vpp = 2"));
+        if (c.num_microbatches < 2 * c.pp)
+            f.fail("num_microbatches",
+                   cat("value ", c.num_microbatches, " is below 2 x pp (the ", scheduleName(c.schedule),
+                       " schedule needs that many)"));
+    } else if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B) {
         f.fail("vpp", "vpp > 1 needs the interleaved schedule");
+    }
     if (c.schedule == ScheduleKind::Interleaved1F1B) {
         if (c.pp < 2 || c.vpp < 2)
             f.fail("schedule", "the interleaved schedule needs pp >= 2 and vpp >= 2");
@@ -518,7 +527,7 @@ nlohmann::json planToJson(const Evaluation& chosen, const CostModel& model, cons
     if (seqLen != graph.seq_len)
         throw InputError(cat("plan seq_len ", seqLen, " differs from the model graph's ", graph.seq_len));
 
-    // Stages: chunk k of pipeline rank r is virtual stage k x pp + r (Megatron's looped placement).
+    // Stages: chunk k of pipeline rank r is virtual stage k x pp + r (Megatron's looped placement), or the V's.
     const int numLayers = static_cast<int>(model.layers().size());
     std::vector<int> stageOf(static_cast<std::size_t>(numLayers), 0);
     std::vector<int> chunkOf(static_cast<std::size_t>(numLayers), 0);
@@ -533,7 +542,7 @@ nlohmann::json planToJson(const Evaluation& chosen, const CostModel& model, cons
                 stageOf[static_cast<std::size_t>(l)] = r;
                 chunkOf[static_cast<std::size_t>(l)] = static_cast<int>(k);
             }
-            chunks.push_back({{"virtual_stage", static_cast<int>(k) * c.pp + r},
+            chunks.push_back({{"virtual_stage", rankStages(c.schedule, c.pp, c.vpp, r)[k]},
                               {"layers", json::array({first, last})},
                               {"layer_names", json::array({layerName(model, first), layerName(model, last)})}});
         }
@@ -676,7 +685,7 @@ LoadedPlan planFromJson(const nlohmann::json& doc, std::string_view originView)
             s.fail("chunks", cat("has ", list.size(), " entries, expected vpp = ", c.vpp));
         for (std::size_t k = 0; k < list.size(); ++k) {
             JsonFields chunk(list[k], origin, cat(path, ".chunks[", k, "]"));
-            const int virtualStage = static_cast<int>(k) * c.pp + static_cast<int>(r);
+            const int virtualStage = rankStages(c.schedule, c.pp, c.vpp, static_cast<int>(r))[k];
             if (chunk.integer("virtual_stage", 0, chunks - 1) != virtualStage)
                 chunk.fail(
                     "virtual_stage",
@@ -725,10 +734,13 @@ LoadedPlan planFromJson(const nlohmann::json& doc, std::string_view originView)
             const std::string kind = f.string("kind");
             if (!parseLayerKind(kind))
                 f.fail("kind", cat("unknown layer kind '", kind, "'"), "use embedding, block, head or other");
-            if (f.integer("stage", 0, c.pp - 1) != v % c.pp)
-                f.fail("stage", cat("expected ", v % c.pp, " (the pipeline rank of virtual stage ", v, ")"));
-            if (f.integer("chunk", 0, c.vpp - 1) != v / c.pp)
-                f.fail("chunk", cat("expected ", v / c.pp, " (the chunk of virtual stage ", v, " on its rank)"));
+            const int rank = stageRank(c.schedule, c.pp, v);
+            const auto onRank = rankStages(c.schedule, c.pp, c.vpp, rank);
+            const auto chunkIndex = static_cast<int>(std::find(onRank.begin(), onRank.end(), v) - onRank.begin());
+            if (f.integer("stage", 0, c.pp - 1) != rank)
+                f.fail("stage", cat("expected ", rank, " (the pipeline rank of virtual stage ", v, ")"));
+            if (f.integer("chunk", 0, c.vpp - 1) != chunkIndex)
+                f.fail("chunk", cat("expected ", chunkIndex, " (the chunk of virtual stage ", v, " on its rank)"));
             if (f.integer("tp", 1, kMaxDevices) != c.tp)
                 f.fail("tp", cat("expected config.tp = ", c.tp));
             if (requiredBool(f, "sequence_parallel") != c.sequence_parallel)

@@ -156,6 +156,7 @@ SearchSpace buildSearchSpace(const CostModel& model, const PlannerConfig& config
     }
 
     if (config.pipeline_scheduler == "auto") {
+        // The V schedules (two chunks per rank) are searched when asked for by name: few jobs run them yet.
         space.schedules = {ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1};
         space.vpp_interleaved = {2, 4};
     } else {
@@ -230,8 +231,12 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                         if (pp == 1) {
                             pipelines.emplace_back(ScheduleKind::OneFOneB, 1);
                         } else {
-                            for (const auto schedule : space.schedules)
-                                pipelines.emplace_back(schedule, 1);
+                            for (const auto schedule : space.schedules) {
+                                if (!isVShaped(schedule))
+                                    pipelines.emplace_back(schedule, 1);
+                                else if (m >= 2 * pp && 2 * pp <= layers) // two chunks per rank in a V
+                                    pipelines.emplace_back(schedule, 2);
+                            }
                             for (const int v : space.vpp_interleaved)
                                 if (m % pp == 0 && blocks % (pp * v) == 0 && pp * v <= layers)
                                     pipelines.emplace_back(ScheduleKind::Interleaved1F1B, v);

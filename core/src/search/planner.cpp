@@ -124,6 +124,8 @@ int inflightOf(ScheduleKind schedule, int stage, int stages, int microbatches)
         return microbatches;
     case ScheduleKind::ZeroBubbleH1:
         return std::min(microbatches, stages);
+    case ScheduleKind::ZeroBubbleV: // two chunks per rank: the partitioner does not split V pipelines
+    case ScheduleKind::DualPipeV:
     case ScheduleKind::OneFOneB:
     case ScheduleKind::Interleaved1F1B:
         break;
@@ -134,7 +136,16 @@ int inflightOf(ScheduleKind schedule, int stage, int stages, int microbatches)
 double closedFormBubble(const ParallelConfig& c)
 {
     const double bubble = static_cast<double>(c.pp - 1) / (static_cast<double>(c.vpp) * c.num_microbatches);
-    return c.schedule == ScheduleKind::ZeroBubbleH1 ? bubble / 3 : bubble;
+    // With F = B = W: ZB-H1 and ZB-V idle for one F per stage, DualPipeV for two (tst_sim's closed forms).
+    switch (c.schedule) {
+    case ScheduleKind::ZeroBubbleH1:
+    case ScheduleKind::ZeroBubbleV:
+        return bubble / 3;
+    case ScheduleKind::DualPipeV:
+        return bubble * 2 / 3;
+    default:
+        return bubble;
+    }
 }
 
 struct Context

@@ -18,11 +18,13 @@ struct NamedSchedule
     std::string_view name;
 };
 
-constexpr std::array<NamedSchedule, 4> kScheduleNames {{
+constexpr std::array<NamedSchedule, 6> kScheduleNames {{
     {ScheduleKind::GPipe, "gpipe"},
     {ScheduleKind::OneFOneB, "1f1b"},
     {ScheduleKind::Interleaved1F1B, "interleaved"},
     {ScheduleKind::ZeroBubbleH1, "zb-h1"},
+    {ScheduleKind::ZeroBubbleV, "zb-v"},
+    {ScheduleKind::DualPipeV, "dualpipev"},
 }};
 
 // Far beyond any real pipeline (Megatron runs a few thousand micro-batches at most), and small enough that
@@ -53,6 +55,20 @@ void checkShape(ScheduleKind kind, int pp, int vpp, int numMicrobatches)
                                  ") to be a multiple of pp (", pp, ")"),
                              "change the global batch or micro-batch size, or use --schedule 1f1b");
         break;
+    case ScheduleKind::ZeroBubbleV:
+    case ScheduleKind::DualPipeV:
+        if (pp < 2 || vpp != 2)
+            throw InputError(cat("the ", scheduleName(kind),
+                                 " schedule places two chunks on each of pp >= 2 ranks, got pp = ", pp,
+                                 ", vpp = ", vpp),
+                             "use --pp 2 or more with --vpp 2");
+        // DualPipeV asserts num_chunks >= 2 x ranks (dualpipev.py step); PyTorch's ScheduleDualPipeV raises below
+        // as many micro-batches as stages, and its ZB-V pads shorter runs with idle slots.
+        if (numMicrobatches < 2 * pp)
+            throw InputError(cat("the ", scheduleName(kind), " schedule needs at least 2 x pp = ", 2 * pp,
+                                 " micro-batches, got ", numMicrobatches),
+                             "raise the global batch, lower the micro-batch size or pp, or use --schedule 1f1b");
+        break;
     case ScheduleKind::GPipe:
     case ScheduleKind::OneFOneB:
     case ScheduleKind::ZeroBubbleH1:
@@ -61,7 +77,8 @@ void checkShape(ScheduleKind kind, int pp, int vpp, int numMicrobatches)
                              "use --vpp 1, or --schedule interleaved for virtual stages");
         break;
     default:
-        throw InputError(cat("unknown pipeline schedule #", int(kind)), "use gpipe, 1f1b, interleaved or zb-h1");
+        throw InputError(cat("unknown pipeline schedule #", int(kind)),
+                         "use gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipev");
     }
 }
 
@@ -169,7 +186,157 @@ std::vector<std::vector<Action>> buildZeroBubbleH1(int pp, int m)
     return ranks;
 }
 
+// PyTorch's ScheduleZBVZeroBubble._calculate_single_rank_operations: warm-up forwards of chunk 0, then chunk 1
+// and chunk 0 alternating, then chunk 1 with its backward split into I and W; the steady state runs F, I, W of
+// chunk 0 then of chunk 1; the cool-down issues the remaining I's and defers W's to the end.
+std::vector<std::vector<Action>> buildZeroBubbleV(int pp, int m)
+{
+    std::vector<std::vector<Action>> ranks(static_cast<std::size_t>(pp));
+    for (int r = 0; r < pp; ++r) {
+        auto& actions = ranks[std::size_t(r)];
+        actions.reserve(std::size_t(6 * m));
+        const int s0 = r;
+        const int s1 = 2 * pp - 1 - r;
+        int f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+        const auto add = [&](ActionKind kind, int stage, int mb) { actions.push_back({kind, stage, mb}); };
+        for (int i = 0; i < 2 * (pp - r) - 1; ++i)
+            add(ActionKind::Forward, s0, f0++);
+        for (int i = 0; i < r; ++i) {
+            add(ActionKind::Forward, s1, f1++);
+            add(ActionKind::Forward, s0, f0++);
+        }
+        for (int i = 0; i < pp - r; ++i) {
+            add(ActionKind::Forward, s1, f1++);
+            add(ActionKind::BackwardInput, s1, b1);
+            add(ActionKind::BackwardWeight, s1, b1++);
+        }
+        while (f1 < f0 || f0 < m) {
+            if (f0 < m)
+                add(ActionKind::Forward, s0, f0++);
+            add(ActionKind::BackwardInput, s0, b0);
+            add(ActionKind::BackwardWeight, s0, b0++);
+            add(ActionKind::Forward, s1, f1++);
+            add(ActionKind::BackwardInput, s1, b1);
+            add(ActionKind::BackwardWeight, s1, b1++);
+        }
+        int w0 = b0, w1 = b1;
+        for (int i = 0; i < r; ++i) {
+            add(ActionKind::BackwardInput, s0, b0++);
+            add(ActionKind::BackwardInput, s1, b1++);
+        }
+        for (int i = 0; i < pp - r; ++i) {
+            add(ActionKind::BackwardInput, s0, b0++);
+            add(ActionKind::BackwardWeight, s0, w0++);
+        }
+        while (w1 < b1)
+            add(ActionKind::BackwardWeight, s1, w1++);
+        while (w0 < b0)
+            add(ActionKind::BackwardWeight, s0, w0++);
+    }
+    return ranks;
+}
+
+// DualPipeV (deepseek-ai/DualPipe dualpipev.py DualPipeV.step, as PyTorch's ScheduleDualPipeV writes it out). A
+// backward with zero bubble ("enable_zb") runs its input half now and queues the weight half, which a later W slot
+// runs oldest first; otherwise the backward is whole. An overlapped forward-backward pair runs here as the forward
+// followed by the whole backward: the pair shares the SMs, and what it hides is communication, priced elsewhere.
+std::vector<std::vector<Action>> buildDualPipeV(int pp, int m)
+{
+    std::vector<std::vector<Action>> ranks(static_cast<std::size_t>(pp));
+    for (int r = 0; r < pp; ++r) {
+        auto& actions = ranks[std::size_t(r)];
+        actions.reserve(std::size_t(6 * m));
+        const std::array<int, 2> stage {r, 2 * pp - 1 - r};
+        std::array<int, 2> forwards {0, 0};
+        std::array<int, 2> backwards {0, 0};
+        std::vector<std::pair<int, int>> weights; // (stage, micro-batch), oldest first
+        std::size_t nextWeight = 0;
+        const auto forward = [&](int chunk, bool paired = false) {
+            actions.push_back({ActionKind::Forward, stage[std::size_t(chunk)], forwards[std::size_t(chunk)]++, paired});
+        };
+        const auto backward = [&](int chunk, bool zeroBubble) {
+            const int s = stage[std::size_t(chunk)];
+            const int mb = backwards[std::size_t(chunk)]++;
+            if (zeroBubble) {
+                actions.push_back({ActionKind::BackwardInput, s, mb});
+                weights.emplace_back(s, mb);
+            } else {
+                actions.push_back({ActionKind::Backward, s, mb});
+            }
+        };
+        const auto weight = [&] {
+            if (nextWeight < weights.size()) {
+                const auto [s, mb] = weights[nextWeight++];
+                actions.push_back({ActionKind::BackwardWeight, s, mb});
+            }
+        };
+        for (int i = 0; i < (pp - r - 1) * 2; ++i) // step 1: F0
+            forward(0);
+        for (int i = 0; i < r + 1; ++i) { // step 2: F0 F1
+            forward(0);
+            forward(1);
+        }
+        for (int i = 0; i < pp - r - 1; ++i) { // step 3: I1 W F1
+            backward(1, true);
+            weight();
+            forward(1);
+        }
+        for (int i = 0; i < m - 2 * pp + r + 1; ++i) { // step 4: (F0 B1) (F1 B0)
+            // The last rank runs its first F0 and B1 apart "to further reduce bubble size" (dualpipev.py).
+            forward(0, !(i == 0 && r == pp - 1));
+            backward(1, false);
+            forward(1, true);
+            backward(0, false);
+        }
+        for (int i = 0; i < pp - r - 1; ++i) { // step 5: B1 (F1 B0)
+            backward(1, false);
+            forward(1, true);
+            backward(0, false);
+        }
+        const int step6 = r + 1; // step 6: B1 B0, the second half with zero bubble
+        bool zeroBubble = false;
+        for (int i = 0; i < step6; ++i) {
+            if (i == step6 / 2 && r % 2 == 1)
+                zeroBubble = true;
+            backward(1, zeroBubble);
+            if (i == step6 / 2 && r % 2 == 0)
+                zeroBubble = true;
+            backward(0, zeroBubble);
+        }
+        for (int i = 0; i < pp - r - 1; ++i) { // step 7: W B0
+            weight();
+            backward(0, zeroBubble);
+        }
+        while (nextWeight < weights.size()) // step 8: the remaining W
+            weight();
+    }
+    return ranks;
+}
+
 } // namespace
+
+bool isVShaped(ScheduleKind kind)
+{
+    return kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV;
+}
+
+int stageRank(ScheduleKind kind, int pp, int stage)
+{
+    if (isVShaped(kind))
+        return stage < pp ? stage : 2 * pp - 1 - stage;
+    return stage % pp;
+}
+
+std::vector<int> rankStages(ScheduleKind kind, int pp, int vpp, int rank)
+{
+    if (isVShaped(kind))
+        return {rank, 2 * pp - 1 - rank};
+    std::vector<int> stages;
+    stages.reserve(std::size_t(vpp));
+    for (int c = 0; c < vpp; ++c)
+        stages.push_back(c * pp + rank);
+    return stages;
+}
 
 std::string_view scheduleName(ScheduleKind kind)
 {
@@ -202,6 +369,10 @@ std::vector<std::vector<Action>> buildSchedule(ScheduleKind kind, int pp, int vp
         return buildInterleaved(pp, vpp, numMicrobatches);
     case ScheduleKind::ZeroBubbleH1:
         return buildZeroBubbleH1(pp, numMicrobatches);
+    case ScheduleKind::ZeroBubbleV:
+        return buildZeroBubbleV(pp, numMicrobatches);
+    case ScheduleKind::DualPipeV:
+        return buildDualPipeV(pp, numMicrobatches);
     }
     return {}; // unreachable: checkShape rejects unknown kinds
 }

@@ -101,8 +101,11 @@ public:
         m_peakStashBytes.assign(ranks, 0.0);
         m_inflight.assign(ranks, 0);
         m_staticBytes.assign(ranks, spec.transient_bytes);
-        for (int s = 0; s < m_stageCount; ++s)
-            m_staticBytes[std::size_t(s % m_pp)] += spec.stages[std::size_t(s)].static_bytes;
+        m_rankOf.resize(std::size_t(m_stageCount));
+        for (int s = 0; s < m_stageCount; ++s) {
+            m_rankOf[std::size_t(s)] = stageRank(spec.schedule, m_pp, s);
+            m_staticBytes[std::size_t(m_rankOf[std::size_t(s)])] += spec.stages[std::size_t(s)].static_bytes;
+        }
 
         m_result.busy.assign(ranks, 0.0);
         m_result.peak_inflight.assign(ranks, 0);
@@ -152,6 +155,26 @@ private:
         return std::size_t(stage) * std::size_t(m_microbatches) + std::size_t(microbatch);
     }
 
+    /** When the action's inputs are all there, or kNotYet. */
+    double readyAt(const Action& action, std::size_t here) const
+    {
+        switch (action.kind) {
+        case ActionKind::Forward:
+            return action.stage > 0 ? m_slots[here - std::size_t(m_microbatches)].forwardOut : 0.0;
+        case ActionKind::Backward:
+        case ActionKind::BackwardInput: {
+            const double forward = m_slots[here].forwardEnd;
+            if (forward < 0 || action.stage + 1 >= m_stageCount)
+                return forward;
+            const double gradient = m_slots[here + std::size_t(m_microbatches)].backwardOut;
+            return gradient < 0 ? kNotYet : std::max(forward, gradient);
+        }
+        case ActionKind::BackwardWeight:
+            return m_slots[here].backwardEnd;
+        }
+        return kNotYet;
+    }
+
     /** Runs rank r's next actions while their inputs are available; returns how many ran. */
     std::size_t advance(int r)
     {
@@ -162,33 +185,17 @@ private:
         while (cursor < actions.size()) {
             const Action& action = actions[cursor];
             const std::size_t here = slot(action.stage, action.microbatch);
-            double ready = 0;
-            switch (action.kind) {
-            case ActionKind::Forward:
-                if (action.stage > 0) {
-                    ready = m_slots[here - std::size_t(m_microbatches)].forwardOut;
-                    if (ready < 0)
-                        return cursor - first;
-                }
-                break;
-            case ActionKind::Backward:
-            case ActionKind::BackwardInput:
-                ready = m_slots[here].forwardEnd;
-                if (ready < 0)
-                    return cursor - first;
-                if (action.stage + 1 < m_stageCount) {
-                    const double gradient = m_slots[here + std::size_t(m_microbatches)].backwardOut;
-                    if (gradient < 0)
-                        return cursor - first;
-                    ready = std::max(ready, gradient);
-                }
-                break;
-            case ActionKind::BackwardWeight:
-                ready = m_slots[here].backwardEnd;
-                if (ready < 0)
-                    return cursor - first;
-                break;
+            double ready = readyAt(action, here);
+            // A paired forward starts with the backward after it, once both have their inputs (DualPipe's
+            // overlapped chunk waits for both receives before computing either).
+            if (ready >= 0 && action.paired && cursor + 1 < actions.size()) {
+                const Action& partner = actions[cursor + 1];
+                ready = std::max(ready, readyAt(partner, slot(partner.stage, partner.microbatch)));
+                if (readyAt(partner, slot(partner.stage, partner.microbatch)) < 0)
+                    ready = kNotYet;
             }
+            if (ready < 0)
+                return cursor - first;
             execute(r, action, here, ready);
             ++cursor;
         }
@@ -227,13 +234,17 @@ private:
         case ActionKind::Forward:
             m_slots[here].forwardEnd = end;
             if (action.stage + 1 < m_stageCount)
-                m_slots[here].forwardOut = send(r, action, end, costs.send_forward, EventKind::SendForward);
+                m_slots[here].forwardOut = onSameRank(action.stage + 1, r)
+                    ? end
+                    : send(r, action, end, costs.send_forward, EventKind::SendForward);
             break;
         case ActionKind::Backward:
         case ActionKind::BackwardInput:
             m_slots[here].backwardEnd = end;
             if (action.stage > 0)
-                m_slots[here].backwardOut = send(r, action, end, costs.send_backward, EventKind::SendBackward);
+                m_slots[here].backwardOut = onSameRank(action.stage - 1, r)
+                    ? end
+                    : send(r, action, end, costs.send_backward, EventKind::SendBackward);
             if (action.kind == ActionKind::Backward)
                 lastBackward(r, action, start, end, costs.activation_bytes);
             break;
@@ -242,6 +253,9 @@ private:
             break;
         }
     }
+
+    /** Whether virtual stage `stage` runs on rank r (the turn of a V: nothing crosses a link). */
+    bool onSameRank(int stage, int r) const { return m_rankOf[std::size_t(stage)] == r; }
 
     /** Ships a result to the neighbouring stage on rank r's p2p stream; returns when it arrives. */
     double send(int r, const Action& action, double ready, double duration, EventKind kind)
@@ -317,7 +331,7 @@ private:
         }
         int count = 0;
         for (int c = 0; c < chunks; ++c) {
-            const int s = c * m_pp + r;
+            const int s = isVShaped(m_spec.schedule) ? (c == 0 ? r : 2 * m_pp - 1 - r) : c * m_pp + r; // rankStages
             const StageCosts& costs = m_spec.stages[std::size_t(s)];
             if (costs.grad_sync <= 0)
                 continue;
@@ -420,6 +434,7 @@ private:
     std::vector<double> m_peakStashBytes;
     std::vector<int> m_inflight;
     std::vector<double> m_staticBytes; ///< static bytes of the rank's chunks plus transient bytes
+    std::vector<int> m_rankOf; ///< per virtual stage: the rank that runs it
 
     std::vector<TimelineEvent> m_events;
     SimulationResult m_result;

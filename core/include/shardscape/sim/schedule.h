@@ -14,10 +14,17 @@ enum class ScheduleKind : std::uint8_t
     GPipe,
     OneFOneB,
     Interleaved1F1B,
-    ZeroBubbleH1
+    ZeroBubbleH1,
+    /** Two chunks per rank in a V (rank r holds virtual stages r and 2pp - 1 - r), F, B and W split as PyTorch's
+        ScheduleZBVZeroBubble orders them (torch/distributed/pipelining/schedules.py). */
+    ZeroBubbleV,
+    /** DeepSeek's DualPipe cut in half (DualPipeV, deepseek-ai/DualPipe dualpipev.py; PyTorch ScheduleDualPipeV): the
+        V placement of ZB-V, with forward and backward chunks of two micro-batches paired in the steady state so
+        that one's communication runs under the other's compute. */
+    DualPipeV
 };
 
-/** "gpipe", "1f1b", "interleaved", "zb-h1" */
+/** "gpipe", "1f1b", "interleaved", "zb-h1", "zb-v", "dualpipev" */
 std::string_view scheduleName(ScheduleKind kind);
 std::optional<ScheduleKind> parseSchedule(std::string_view name);
 
@@ -35,12 +42,23 @@ struct Action
     ActionKind kind = ActionKind::Forward;
     std::int32_t stage = 0; ///< virtual stage (model chunk) index in [0, pp * vpp)
     std::int32_t microbatch = 0;
+    /** A forward overlapped with the backward that follows it (DualPipe's F&B chunk): it starts only when that
+        backward's inputs are there too. */
+    bool paired = false;
 };
 
+/** Whether the schedule places its two chunks per rank in a V (ZB-V, DualPipeV). */
+bool isVShaped(ScheduleKind kind);
+/** The rank holding virtual stage `stage`: s % pp (Megatron's looped placement), or the V placement (stage s < pp on
+    rank s, stage s >= pp on rank 2pp - 1 - s). */
+int stageRank(ScheduleKind kind, int pp, int stage);
+/** The virtual stages rank `rank` runs, in chunk order (vpp entries). */
+std::vector<int> rankStages(ScheduleKind kind, int pp, int vpp, int rank);
+
 /**
- * The ordered compute actions of each pipeline rank (index = rank). Virtual stage s lives on rank
- * s % pp (Megatron's looped placement). Throws InputError when the combination is invalid
- * (e.g. interleaved with vpp < 2 or num_microbatches not a multiple of pp, vpp > 1 with another schedule).
+ * The ordered compute actions of each pipeline rank (index = rank), virtual stages placed by stageRank. Throws
+ * InputError when the combination is invalid (e.g. interleaved with vpp < 2 or num_microbatches not a multiple of pp,
+ * vpp > 1 with another schedule).
  */
 std::vector<std::vector<Action>> buildSchedule(ScheduleKind kind, int pp, int vpp, int numMicrobatches);
 
