@@ -109,6 +109,7 @@ private slots:
     void everyOnnxTestModelPlans();
     void candidatesModelRowsAndSorting();
     void layersModelFeedsThePlanner();
+    void moeLayerShowsItsExperts();
     void progressIsThrottledAndNamesThePhase();
     void cancelStopsWithin100ms();
     void staleResultIsDropped();
@@ -272,6 +273,41 @@ void TestUiApp::candidatesModelRowsAndSorting()
 
     model.clear();
     QCOMPARE(model.rowCount(), 0);
+}
+
+void TestUiApp::moeLayerShowsItsExperts()
+{
+    // Qwen3-30B-A3B: every block routes to 8 of 128 experts. The MLP opens into router and experts, the experts'
+    // row says so, and the children still add up to the layer.
+    ModelJob job;
+    QSignalSpy available(&job, &ModelJob::modelAvailable);
+    job.start("qwen3-30b-a3b", 0);
+    QVERIFY(available.wait(kPlanTimeoutMs));
+    const auto overview = available.takeFirst().at(0).value<std::shared_ptr<const ModelOverview>>();
+    QVERIFY(overview);
+    LayersModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setOverview(overview);
+    const QModelIndex block = model.index(1, LayersModel::NameColumn);
+    int expertsRow = -1;
+    double params = 0;
+    for (int r = 0; r < model.rowCount(block); ++r) {
+        params += model.index(r, LayersModel::ParamsColumn, block).data(LayersModel::SortRole).toDouble();
+        if (model.index(r, LayersModel::KindColumn, block).data().toString()
+            == QStringLiteral("128 experts, 8 per token"))
+            expertsRow = r;
+    }
+    QVERIFY(expertsRow >= 0);
+    QCOMPARE(model.index(expertsRow, LayersModel::NameColumn, block).data().toString(), QStringLiteral("mlp.experts"));
+    QCOMPARE(params, model.index(1, LayersModel::ParamsColumn).data(LayersModel::SortRole).toDouble());
+    const auto& experts = overview->layers[1].children[static_cast<std::size_t>(expertsRow)];
+    // 128 experts of three 2048 x 768 matrices; a token's FLOPs are those of 8 of them.
+    QCOMPARE(experts.params, 128.0 * 3 * 2048 * 768);
+    QVERIFY(std::abs(experts.flops_per_token - 8.0 * 3 * 2 * 2048 * 768) < 1e-6 * experts.flops_per_token);
+    QVERIFY(model.index(expertsRow, LayersModel::NameColumn, block)
+                .data(Qt::ToolTipRole)
+                .toString()
+                .contains(QStringLiteral("each token visits 8")));
 }
 
 void TestUiApp::layersModelFeedsThePlanner()

@@ -135,6 +135,8 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const
             return QString::fromStdString(under ? n->name.substr(layer.size() + 1) : n->name);
         }
         case KindColumn:
+            if (n->experts > 0)
+                return tr("%1 experts, %2 per token").arg(n->experts).arg(n->experts_per_token);
             return QString::fromStdString(n->kind);
         case ParamsColumn:
             return format::count(n->params);
@@ -175,10 +177,17 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const
         if (column == ParamsColumn || column == FlopsColumn || column == ActivationColumn)
             return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
     } else if (role == Qt::ToolTipRole) {
-        return tr("%1\n%2 parameters, %3 forward FLOPs per token, %4 of activations per sequence, %5 ops")
-            .arg(QString::fromStdString(n->name), format::count(n->params), format::count(n->flops_per_token),
-                 format::bytes(n->activation_bytes))
-            .arg(n->ops);
+        QString text = tr("%1\n%2 parameters, %3 forward FLOPs per token, %4 of activations per sequence, %5 ops")
+                           .arg(QString::fromStdString(n->name), format::count(n->params),
+                                format::count(n->flops_per_token), format::bytes(n->activation_bytes))
+                           .arg(n->ops);
+        if (n->experts > 0)
+            text += tr("\n%1 routed experts, each token visits %2: %3 of these parameters are active per token; "
+                       "expert parallelism (EP) splits the experts over ranks")
+                        .arg(n->experts)
+                        .arg(n->experts_per_token)
+                        .arg(format::count(n->params * n->experts_per_token / n->experts));
+        return text;
     }
     return {};
 }

@@ -43,11 +43,18 @@ ModelOverview buildModelOverview(std::string spec, std::shared_ptr<const ModelGr
         node.activation_bytes = layer.activation_bytes / static_cast<double>(std::max<std::int64_t>(1, graph->batch));
         node.ops = layer.ops.size();
 
+        // The module holding an MoE layer's routed experts (e.g. "model.layers.3.mlp") is opened one level further.
+        std::string moeParent;
+        for (const OpId op : layer.ops)
+            if (graph->op(op).kind == OpKind::MoeExperts)
+                moeParent = childModule(layer.name, graph->op(op).module);
         // Children in order of first appearance, each summarised like a layer of its own.
         std::vector<std::string> order;
         std::map<std::string, std::vector<OpId>> groups;
         for (const OpId op : layer.ops) {
-            const std::string key = childModule(layer.name, graph->op(op).module);
+            std::string key = childModule(layer.name, graph->op(op).module);
+            if (!moeParent.empty() && key == moeParent && key != layer.name)
+                key = childModule(moeParent, graph->op(op).module);
             auto [it, inserted] = groups.try_emplace(key);
             if (inserted)
                 order.push_back(key);
@@ -64,6 +71,12 @@ ModelOverview buildModelOverview(std::string spec, std::shared_ptr<const ModelGr
                 child.activation_bytes
                     = part.activation_bytes / static_cast<double>(std::max<std::int64_t>(1, graph->batch));
                 child.ops = part.ops.size();
+                for (const OpId op : groups[key])
+                    if (graph->op(op).kind == OpKind::MoeExperts) {
+                        child.kind = "experts";
+                        child.experts = graph->op(op).num_experts;
+                        child.experts_per_token = graph->op(op).top_k;
+                    }
                 node.children.push_back(std::move(child));
             }
         } else {

@@ -20,6 +20,10 @@ struct LayerNode
     double flops_per_token = 0; ///< forward FLOPs / (batch x seq_len)
     double activation_bytes = 0; ///< kept for backward, one sequence, no parallelism, no recomputation
     std::size_t ops = 0;
+    /** Routed experts of an MoE layer's expert module: how many, and how many each token visits (0 elsewhere). The
+        parameters are every expert's; the FLOPs per token are the visited ones'. */
+    int experts = 0;
+    int experts_per_token = 0;
     std::vector<LayerNode> children; ///< empty for modules and for layers with a single module
 };
 
@@ -35,7 +39,9 @@ struct ModelOverview
 
 /**
  * Groups each planning layer's ops by the next component of their module path (attention, MLP, norms), summing
- * params, FLOPs and saved activations with the core's per-layer rules, so children add up to their layer.
+ * params, FLOPs and saved activations with the core's per-layer rules, so children add up to their layer. In an MoE
+ * layer the module holding the experts is split one level further (router, routed experts, shared expert), and the
+ * routed experts' row says how many experts there are and how many each token visits.
  */
 ModelOverview buildModelOverview(std::string spec, std::shared_ptr<const ModelGraph> graph,
                                  const std::vector<Layer>& layers);
