@@ -52,6 +52,18 @@ using namespace shardscape::ui;
 namespace {
 
 constexpr int kPlanTimeoutMs = 120'000;
+
+/** The model panel's overview of a preset, as the app's model job builds it (null if it did not arrive). */
+std::shared_ptr<const ModelOverview> loadOverview(const char* preset)
+{
+    ModelJob job;
+    QSignalSpy available(&job, &ModelJob::modelAvailable);
+    job.start(preset, 0);
+    if (!available.wait(kPlanTimeoutMs))
+        return nullptr;
+    return available.takeFirst().at(0).value<std::shared_ptr<const ModelOverview>>();
+}
+
 // The 100 ms promise is checked in the builds users run. Under ThreadSanitizer every memory access is instrumented
 // (5-15x slower) and the test shares two cores with the TBB search test: a cancel took 68-125 ms there, so that build
 // checks the hand-off for races, with a budget that still catches a cancel that waits for the search to end (about a
@@ -279,11 +291,7 @@ void TestUiApp::moeLayerShowsItsExperts()
 {
     // Qwen3-30B-A3B: every block routes to 8 of 128 experts. The MLP opens into router and experts, the experts'
     // row says so, and the children still add up to the layer.
-    ModelJob job;
-    QSignalSpy available(&job, &ModelJob::modelAvailable);
-    job.start("qwen3-30b-a3b", 0);
-    QVERIFY(available.wait(kPlanTimeoutMs));
-    const auto overview = available.takeFirst().at(0).value<std::shared_ptr<const ModelOverview>>();
+    const auto overview = loadOverview("qwen3-30b-a3b");
     QVERIFY(overview);
     LayersModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -312,11 +320,7 @@ void TestUiApp::moeLayerShowsItsExperts()
 
 void TestUiApp::layersModelFeedsThePlanner()
 {
-    ModelJob job;
-    QSignalSpy available(&job, &ModelJob::modelAvailable);
-    job.start("llama2-7b", 0);
-    QVERIFY(available.wait(kPlanTimeoutMs));
-    const auto overview = available.takeFirst().at(0).value<std::shared_ptr<const ModelOverview>>();
+    const auto overview = loadOverview("llama2-7b");
     QVERIFY(overview);
 
     LayersModel model;
