@@ -107,6 +107,7 @@ private Q_SLOTS:
     void vScheduleBubbleAndMemory_data();
     void vScheduleBubbleAndMemory();
     void vScheduleTurnSendsNothing();
+    void exposedCommSitsAtTheEndOfItsBlock();
 
     void gradSyncAndOptimizer_data();
     void gradSyncAndOptimizer();
@@ -667,6 +668,39 @@ void TestSim::vScheduleTurnSendsNothing()
     QCOMPARE(rankStages(ScheduleKind::DualPipeV, 4, 2, 1), (std::vector<int> {1, 6}));
 }
 
+void TestSim::exposedCommSitsAtTheEndOfItsBlock()
+{
+    // 1F1B, p = 2, m = 2, F = 1 (0.25 of it exposed all-to-all), B = 2 (0.5 exposed): one event per forward and
+    // backward on the cp/ep lane (stream 3), ending with its block; the step time is unchanged (the time is inside).
+    auto spec = uniformSpec(ScheduleKind::OneFOneB, 2, 1, 2, 1.0, 2.0, 0.0);
+    const double plain = simulatePipeline(spec).step_time;
+    for (auto& stage : spec.stages) {
+        stage.exposed_comm_forward = 0.25;
+        stage.exposed_comm_backward = 0.5;
+    }
+    spec.record_events = true;
+    const auto result = simulatePipeline(spec);
+    COMPARE_NEAR(result.step_time, plain);
+    int comm = 0;
+    for (const auto& e : result.events) {
+        if (e.kind != EventKind::ExposedComm)
+            continue;
+        ++comm;
+        QCOMPARE(int(e.stream), 3);
+        const auto* forward = findEvent(result, EventKind::Forward, e.rank, e.stage, e.microbatch);
+        const auto* backward = findEvent(result, EventKind::Backward, e.rank, e.stage, e.microbatch);
+        QVERIFY(forward && backward);
+        const bool ofForward = std::abs(e.start + e.duration - (forward->start + forward->duration)) < 1e-12;
+        const bool ofBackward = std::abs(e.start + e.duration - (backward->start + backward->duration)) < 1e-12;
+        QVERIFY(ofForward != ofBackward);
+        COMPARE_NEAR(e.duration, ofForward ? 0.25 : 0.5);
+    }
+    QCOMPARE(comm, 8); // 2 ranks x 2 micro-batches x (forward + backward)
+    // More exposed time than the block it belongs to is an input error.
+    spec.stages[0].exposed_comm_forward = 2;
+    QVERIFY_THROWS_EXCEPTION(InputError, simulatePipeline(spec));
+}
+
 void TestSim::gradSyncAndOptimizer_data()
 {
     // 1F1B, p = 2, m = 2, F = 1, B = 1 + 1: r1 runs F0 [1, 2] B0 [2, 4] F1 [4, 5] B1 [5, 7]; r0 runs F0 [0, 1]
@@ -986,9 +1020,10 @@ void TestSim::chromeTrace()
         ++categories[e.at("cat").get<std::string>()];
     }
     QCOMPARE(complete, 16);
-    QCOMPARE(int(events.size()), 16 + 2 * 5);
+    QCOMPARE(int(events.size()), 16 + 2 * 6);
     QCOMPARE(processNames, (std::set<std::string> {"PP rank 0", "PP rank 1"}));
-    QCOMPARE(threadNames, (std::set<std::pair<int, std::string>> {{0, "compute"}, {1, "p2p"}, {2, "dp"}}));
+    QCOMPARE(threadNames,
+             (std::set<std::pair<int, std::string>> {{0, "compute"}, {1, "p2p"}, {2, "dp"}, {3, "cp/ep comm"}}));
     QCOMPARE(categories["forward"], 4);
     QCOMPARE(categories["backward"], 4);
     QCOMPARE(categories["send_forward"], 2);

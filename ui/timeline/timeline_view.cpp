@@ -29,7 +29,7 @@ constexpr double kHitPixels = 3.0;
 constexpr int kMargin = 8;
 constexpr int kRowGap = 6;
 constexpr int kRightMargin = 12;
-constexpr int kEventKinds = 8;
+constexpr int kEventKinds = 9;
 /** Zoom per wheel notch (120 units): two notches double the detail. */
 constexpr double kWheelZoomPerNotch = 1.41421356237;
 /** Visible spans below 100 ns say nothing about a training step. */
@@ -53,9 +53,10 @@ constexpr std::array<KindStyle, kEventKinds> kKinds {{
     {"send backward", "\u2190", 0xFFF0E442},
     {"grad sync", "sync", 0xFF009E73},
     {"optimizer step", "opt", 0xFF5A5A5A},
+    {"CP/EP comm (exposed)", "a2a", 0xFF999999},
 }};
 
-constexpr std::array<const char*, 3> kStreamNames {"compute", "p2p", "dp sync"};
+constexpr std::array<const char*, 4> kStreamNames {"compute", "p2p", "dp sync", "cp/ep comm"};
 
 const KindStyle& styleOf(EventKind kind)
 {

@@ -516,7 +516,7 @@ struct CostModel::Assembly
         LayerParams params;
         double largest = 0;
         double recomputeModelFlops = 0;
-        double tpComm = 0, otherComm = 0, recompute = 0;
+        double tpComm = 0, otherComm = 0, otherCommForward = 0, recompute = 0;
         double weights = 0, gradients = 0, optimizer = 0;
         double working = 0; ///< the largest layer working set (recompute, loss) of the chunk
         double largestLayerParams = 0; ///< dense elements of the chunk's largest layer (ZeRO-3 unsharded buffers)
@@ -579,6 +579,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             chunk.recomputeModelFlops += lc.recompute_model_flops;
             chunk.tpComm += lc.tp_comm;
             chunk.otherComm += lc.other_comm;
+            chunk.otherCommForward += lc.other_comm_forward;
             chunk.recompute += lc.recompute;
             chunk.working = std::max(chunk.working, lc.working_bytes);
         }
@@ -591,6 +592,9 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
                 costs[static_cast<std::size_t>(a->chunks[static_cast<std::size_t>(k - 1)].last)]->output_bytes,
                 ppInterNode)
             : 0;
+        stage.exposed_comm_forward = std::min(stage.forward, chunk.otherCommForward);
+        stage.exposed_comm_backward
+            = std::min(stage.backward_input, std::max(0.0, chunk.otherComm - chunk.otherCommForward));
 
         chunk.params = spanParams(chunk.first, chunk.last, c);
         const double dense = chunk.params.dense;

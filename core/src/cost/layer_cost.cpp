@@ -703,6 +703,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     }
     cost.tp_comm = tpFwd + tpBwd;
     cost.other_comm = otherFwd + otherBwd;
+    cost.other_comm_forward = otherFwd;
     cost.forward += tpFwd + otherFwd;
     cost.backward_input += tpBwd + otherBwd + cost.recompute;
 

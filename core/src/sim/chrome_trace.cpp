@@ -11,7 +11,7 @@ namespace shardscape {
 
 namespace {
 
-constexpr const char* kStreamNames[] = {"compute", "p2p", "dp"};
+constexpr const char* kStreamNames[] = {"compute", "p2p", "dp", "cp/ep comm"};
 constexpr double kMicrosecondsPerSecond = 1e6; // trace timestamps are in microseconds
 
 std::string eventName(const TimelineEvent& e)
@@ -33,6 +33,8 @@ std::string eventName(const TimelineEvent& e)
         return cat("grad sync s", e.stage);
     case EventKind::OptimizerStep:
         return "optimizer";
+    case EventKind::ExposedComm:
+        return cat("CP/EP comm ", e.microbatch, " s", e.stage);
     }
     return "?";
 }
@@ -56,7 +58,7 @@ nlohmann::json toChromeTrace(const SimulationResult& result, const std::string& 
         events.push_back(metadata("process_name", r, 0, cat("PP rank ", r)));
         events.push_back(
             {{"name", "process_sort_index"}, {"ph", "M"}, {"pid", r}, {"tid", 0}, {"args", {{"sort_index", r}}}});
-        for (int stream = 0; stream < 3; ++stream)
+        for (int stream = 0; stream < 4; ++stream)
             events.push_back(metadata("thread_name", r, stream, kStreamNames[stream]));
     }
     for (const auto& e : result.events) {

@@ -19,7 +19,8 @@ constexpr double kNotYet = -1; // every time in a step is >= 0
 constexpr std::uint8_t kComputeStream = 0;
 constexpr std::uint8_t kP2pStream = 1;
 constexpr std::uint8_t kDataParallelStream = 2;
-constexpr int kStreamCount = 3;
+constexpr std::uint8_t kExposedCommStream = 3;
+constexpr int kStreamCount = 4;
 
 void checkCost(double value, const char* field, std::size_t stage)
 {
@@ -44,6 +45,11 @@ void checkSpec(const PipelineSpec& spec)
         checkCost(c.send_backward, "send_backward time", s);
         checkCost(c.activation_bytes, "activation_bytes", s);
         checkCost(c.static_bytes, "static_bytes", s);
+        checkCost(c.exposed_comm_forward, "exposed_comm_forward time", s);
+        checkCost(c.exposed_comm_backward, "exposed_comm_backward time", s);
+        if (c.exposed_comm_forward > c.forward || c.exposed_comm_backward > c.backward_input)
+            throw InputError(cat("stage ", s, " has more exposed communication than the time it is part of"),
+                             "exposed_comm_forward / _backward are parts of forward / backward_input");
         checkCost(c.grad_sync, "grad_sync time", s);
         checkCost(c.grad_sync_overlap, "grad_sync_overlap", s);
     }
@@ -226,9 +232,16 @@ private:
         const double end = start + duration;
         m_computeFree[rank] = end;
         m_result.busy[rank] += duration;
-        if (m_record)
+        if (m_record) {
             m_events.push_back(
                 {start, duration, r, action.stage, action.microbatch, eventKindOf(action.kind), kComputeStream});
+            const double comm = action.kind == ActionKind::Forward ? costs.exposed_comm_forward
+                : action.kind == ActionKind::BackwardWeight        ? 0.0
+                                                                   : costs.exposed_comm_backward;
+            if (comm > 0)
+                m_events.push_back(
+                    {end - comm, comm, r, action.stage, action.microbatch, EventKind::ExposedComm, kExposedCommStream});
+        }
 
         switch (action.kind) {
         case ActionKind::Forward:
@@ -461,6 +474,8 @@ std::string_view eventKindName(EventKind kind)
         return "grad_sync";
     case EventKind::OptimizerStep:
         return "optimizer_step";
+    case EventKind::ExposedComm:
+        return "exposed_comm";
     }
     return "unknown";
 }

@@ -66,6 +66,7 @@ struct LayerCost
     double recompute = 0; ///< seconds of recomputation inside backward_input
     double tp_comm = 0; ///< TP/SP collective seconds (forward + backward), already inside the times above
     double other_comm = 0; ///< CP ring and EP all-to-all seconds exposed, already inside the times above
+    double other_comm_forward = 0; ///< the forward's part of other_comm (the rest is in backward_input)
     double flops = 0; ///< model FLOPs (forward + backward) on this device
     double recompute_flops = 0; ///< extra forward FLOPs of recomputation on this device
     double recompute_model_flops = 0; ///< the same recomputation counted once for the model (for HFU)

@@ -19,6 +19,10 @@ struct StageCosts
     double send_backward = 0; ///< seconds to ship the input gradient back to the previous stage
     double activation_bytes = 0; ///< bytes stashed per in-flight micro-batch until its backward
     double static_bytes = 0; ///< weights, gradients, optimizer states, buffers of this chunk
+    /** Seconds of exposed context-parallel and expert all-to-all communication already inside forward /
+        backward_input; the timeline shows them on their own lane under the block they belong to. */
+    double exposed_comm_forward = 0;
+    double exposed_comm_backward = 0;
     double grad_sync = 0; ///< seconds of data-parallel gradient sync for this chunk's weights (whole step)
     /** Seconds before the end of this chunk's last backward at which its gradient sync may start
         (bucketed overlap); 0 = only after the last backward. */
@@ -50,7 +54,9 @@ enum class EventKind : std::uint8_t
     SendForward,
     SendBackward,
     GradSync,
-    OptimizerStep
+    OptimizerStep,
+    /** Exposed CP ring / expert all-to-all time inside a forward or backward, drawn at the end of that block. */
+    ExposedComm
 };
 std::string_view eventKindName(EventKind kind);
 
