@@ -665,7 +665,11 @@ void TestSim::vScheduleTurnSendsNothing()
     // Rank 0 holds the first and the last stage, rank 1 the two in the middle.
     QCOMPARE(stageRank(ScheduleKind::ZeroBubbleV, 2, 3), 0);
     QCOMPARE(stageRank(ScheduleKind::DualPipeV, 2, 2), 1);
-    QCOMPARE(rankStages(ScheduleKind::DualPipeV, 4, 2, 1), (std::vector<int> {1, 6}));
+    // Rank 1 of four runs stages 1 and 6, in that chunk order, and each stage knows its chunk.
+    QCOMPARE(chunkStage(ScheduleKind::DualPipeV, 4, 1, 0), 1);
+    QCOMPARE(chunkStage(ScheduleKind::DualPipeV, 4, 1, 1), 6);
+    QCOMPARE(stageChunk(ScheduleKind::DualPipeV, 4, 6), 1);
+    QCOMPARE(stageChunk(ScheduleKind::Interleaved1F1B, 4, 6), 1);
 }
 
 void TestSim::exposedCommSitsAtTheEndOfItsBlock()

@@ -18,8 +18,6 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include <algorithm>
-
 namespace shardscape::ui {
 
 namespace {
@@ -47,10 +45,8 @@ std::vector<int> resolvedStageLayers(const Evaluation& e)
     const int pp = static_cast<int>(e.stages.size());
     std::vector<int> out;
     for (int s = 0; pp > 0 && s < pp * e.config.vpp; ++s) {
-        const int rank = stageRank(e.config.schedule, pp, s);
-        const StageReport& stage = e.stages[static_cast<std::size_t>(rank)];
-        const auto onRank = rankStages(e.config.schedule, pp, e.config.vpp, rank);
-        const auto chunk = static_cast<std::size_t>(std::find(onRank.begin(), onRank.end(), s) - onRank.begin());
+        const StageReport& stage = e.stages[static_cast<std::size_t>(stageRank(e.config.schedule, pp, s))];
+        const auto chunk = static_cast<std::size_t>(stageChunk(e.config.schedule, pp, s));
         if (chunk < stage.chunks.size())
             out.push_back(stage.chunks[chunk].second - stage.chunks[chunk].first + 1);
         else if (e.config.vpp == 1)

@@ -702,7 +702,8 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
         double largest = 0;
         double working = 0;
         double largestLayerParams = 0;
-        for (const int k : rankStages(c.schedule, c.pp, c.vpp, r)) {
+        for (int ch = 0; ch < c.vpp; ++ch) {
+            const int k = chunkStage(c.schedule, c.pp, r, ch);
             const auto& chunk = a.chunks[static_cast<std::size_t>(k)];
             const auto& stage = a.spec.stages[static_cast<std::size_t>(k)];
             report.chunks.emplace_back(chunk.first, chunk.last);
@@ -741,7 +742,8 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
     // Where the time of the busiest rank goes.
     const auto busiest = static_cast<int>(std::max_element(busy.begin(), busy.end()) - busy.begin());
     double tpComm = 0, otherComm = 0, recompute = 0, shardedDp = 0;
-    for (const int k : rankStages(c.schedule, c.pp, c.vpp, busiest)) {
+    for (int ch = 0; ch < c.vpp; ++ch) {
+        const int k = chunkStage(c.schedule, c.pp, busiest, ch);
         shardedDp += a.chunks[static_cast<std::size_t>(k)].shardedDpExposed.first
             + a.chunks[static_cast<std::size_t>(k)].shardedDpExposed.second;
         tpComm += a.chunks[static_cast<std::size_t>(k)].tpComm;
@@ -794,8 +796,8 @@ Evaluation CostModel::evaluate(const ParallelConfig& c, const Workload& w, const
     std::vector<double> stash(static_cast<std::size_t>(c.pp), 0.0);
     for (int r = 0; r < c.pp; ++r) {
         double fixedBytes = 0;
-        for (const int k : rankStages(c.schedule, c.pp, c.vpp, r))
-            fixedBytes += a->spec.stages[static_cast<std::size_t>(k)].static_bytes;
+        for (int ch = 0; ch < c.vpp; ++ch)
+            fixedBytes += a->spec.stages[static_cast<std::size_t>(chunkStage(c.schedule, c.pp, r, ch))].static_bytes;
         stash[static_cast<std::size_t>(r)] = sim->peak_memory[static_cast<std::size_t>(r)] - fixedBytes;
     }
     finish(e, *a, stash, sim->peak_inflight, sim->step_time, sim->pipeline_time, sim->busy);
@@ -885,8 +887,8 @@ Evaluation CostModel::estimate(const ParallelConfig& c, const Workload& w, bool 
         }
         inflight[static_cast<std::size_t>(r)] = count;
         double perMicrobatch = 0;
-        for (const int k : rankStages(schedule, p, v, r))
-            perMicrobatch += stages[static_cast<std::size_t>(k)].activation_bytes;
+        for (int ch = 0; ch < v; ++ch)
+            perMicrobatch += stages[static_cast<std::size_t>(chunkStage(schedule, p, r, ch))].activation_bytes;
         stash[static_cast<std::size_t>(r)] = schedule == ScheduleKind::Interleaved1F1B || isVShaped(schedule)
             ? perMicrobatch / v * count
             : perMicrobatch * count;

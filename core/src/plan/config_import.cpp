@@ -380,9 +380,9 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
     if (root["float8"]["enable_float8_linear"].value_or(false))
         c.fp8_linears = true;
     // recipe_name ([quantize.linear.float8] in v0.2.x, [float8] before): absent = tensorwise.
-    const auto recipeName = root["quantize"]["linear"]["float8"]["recipe_name"].value<std::string>()
-        ? root["quantize"]["linear"]["float8"]["recipe_name"].value<std::string>()
-        : root["float8"]["recipe_name"].value<std::string>();
+    auto recipeName = root["quantize"]["linear"]["float8"]["recipe_name"].value<std::string>();
+    if (!recipeName)
+        recipeName = root["float8"]["recipe_name"].value<std::string>();
     if (recipeName && *recipeName != "tensorwise") {
         if (*recipeName == "rowwise")
             c.fp8_recipe = Float8Recipe::Rowwise;

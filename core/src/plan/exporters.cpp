@@ -171,7 +171,7 @@ std::string exportDump(const exporting::Context& context)
     for (int r = 0; r < pp; ++r) {
         StageReport stage;
         for (int k = 0; k < vpp; ++k) {
-            const auto v = static_cast<std::size_t>(rankStages(e.config.schedule, pp, vpp, r)[std::size_t(k)]);
+            const auto v = static_cast<std::size_t>(chunkStage(e.config.schedule, pp, r, k));
             if (v < context.chunks.size())
                 stage.chunks.emplace_back(first[v], first[v] + context.chunks[v] - 1);
         }

@@ -542,7 +542,7 @@ nlohmann::json planToJson(const Evaluation& chosen, const CostModel& model, cons
                 stageOf[static_cast<std::size_t>(l)] = r;
                 chunkOf[static_cast<std::size_t>(l)] = static_cast<int>(k);
             }
-            chunks.push_back({{"virtual_stage", rankStages(c.schedule, c.pp, c.vpp, r)[k]},
+            chunks.push_back({{"virtual_stage", chunkStage(c.schedule, c.pp, r, static_cast<int>(k))},
                               {"layers", json::array({first, last})},
                               {"layer_names", json::array({layerName(model, first), layerName(model, last)})}});
         }
@@ -685,7 +685,7 @@ LoadedPlan planFromJson(const nlohmann::json& doc, std::string_view originView)
             s.fail("chunks", cat("has ", list.size(), " entries, expected vpp = ", c.vpp));
         for (std::size_t k = 0; k < list.size(); ++k) {
             JsonFields chunk(list[k], origin, cat(path, ".chunks[", k, "]"));
-            const int virtualStage = rankStages(c.schedule, c.pp, c.vpp, static_cast<int>(r))[k];
+            const int virtualStage = chunkStage(c.schedule, c.pp, static_cast<int>(r), static_cast<int>(k));
             if (chunk.integer("virtual_stage", 0, chunks - 1) != virtualStage)
                 chunk.fail(
                     "virtual_stage",
@@ -735,8 +735,7 @@ LoadedPlan planFromJson(const nlohmann::json& doc, std::string_view originView)
             if (!parseLayerKind(kind))
                 f.fail("kind", cat("unknown layer kind '", kind, "'"), "use embedding, block, head or other");
             const int rank = stageRank(c.schedule, c.pp, v);
-            const auto onRank = rankStages(c.schedule, c.pp, c.vpp, rank);
-            const auto chunkIndex = static_cast<int>(std::find(onRank.begin(), onRank.end(), v) - onRank.begin());
+            const int chunkIndex = stageChunk(c.schedule, c.pp, v);
             if (f.integer("stage", 0, c.pp - 1) != rank)
                 f.fail("stage", cat("expected ", rank, " (the pipeline rank of virtual stage ", v, ")"));
             if (f.integer("chunk", 0, c.vpp - 1) != chunkIndex)

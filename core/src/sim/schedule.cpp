@@ -327,15 +327,18 @@ int stageRank(ScheduleKind kind, int pp, int stage)
     return stage % pp;
 }
 
-std::vector<int> rankStages(ScheduleKind kind, int pp, int vpp, int rank)
+int chunkStage(ScheduleKind kind, int pp, int rank, int chunk)
 {
     if (isVShaped(kind))
-        return {rank, 2 * pp - 1 - rank};
-    std::vector<int> stages;
-    stages.reserve(std::size_t(vpp));
-    for (int c = 0; c < vpp; ++c)
-        stages.push_back(c * pp + rank);
-    return stages;
+        return chunk == 0 ? rank : 2 * pp - 1 - rank;
+    return chunk * pp + rank;
+}
+
+int stageChunk(ScheduleKind kind, int pp, int stage)
+{
+    if (isVShaped(kind))
+        return stage < pp ? 0 : 1;
+    return stage / pp;
 }
 
 std::string_view scheduleName(ScheduleKind kind)

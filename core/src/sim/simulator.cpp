@@ -196,9 +196,8 @@ private:
             // overlapped chunk waits for both receives before computing either).
             if (ready >= 0 && action.paired && cursor + 1 < actions.size()) {
                 const Action& partner = actions[cursor + 1];
-                ready = std::max(ready, readyAt(partner, slot(partner.stage, partner.microbatch)));
-                if (readyAt(partner, slot(partner.stage, partner.microbatch)) < 0)
-                    ready = kNotYet;
+                const double partnerReady = readyAt(partner, slot(partner.stage, partner.microbatch));
+                ready = partnerReady < 0 ? kNotYet : std::max(ready, partnerReady);
             }
             if (ready < 0)
                 return cursor - first;
@@ -273,8 +272,6 @@ private:
     /** Ships a result to the neighbouring stage on rank r's p2p stream; returns when it arrives. */
     double send(int r, const Action& action, double ready, double duration, EventKind kind)
     {
-        if (m_pp == 1)
-            return ready; // both stages on the same rank: nothing crosses a link
         double& free = m_p2pFree[std::size_t(r)];
         const double start = std::max(free, ready);
         free = start + duration;
@@ -344,7 +341,7 @@ private:
         }
         int count = 0;
         for (int c = 0; c < chunks; ++c) {
-            const int s = isVShaped(m_spec.schedule) ? (c == 0 ? r : 2 * m_pp - 1 - r) : c * m_pp + r; // rankStages
+            const int s = chunkStage(m_spec.schedule, m_pp, r, c);
             const StageCosts& costs = m_spec.stages[std::size_t(s)];
             if (costs.grad_sync <= 0)
                 continue;

@@ -52,8 +52,10 @@ bool isVShaped(ScheduleKind kind);
 /** The rank holding virtual stage `stage`: s % pp (Megatron's looped placement), or the V placement (stage s < pp on
     rank s, stage s >= pp on rank 2pp - 1 - s). */
 int stageRank(ScheduleKind kind, int pp, int stage);
-/** The virtual stages rank `rank` runs, in chunk order (vpp entries). */
-std::vector<int> rankStages(ScheduleKind kind, int pp, int vpp, int rank);
+/** The virtual stage that chunk `chunk` of rank `rank` runs: chunk x pp + rank, or rank / 2pp - 1 - rank in a V. */
+int chunkStage(ScheduleKind kind, int pp, int rank, int chunk);
+/** Which chunk of its rank virtual stage `stage` is (chunkStage's inverse, with stageRank). */
+int stageChunk(ScheduleKind kind, int pp, int stage);
 
 /**
  * The ordered compute actions of each pipeline rank (index = rank), virtual stages placed by stageRank. Throws
