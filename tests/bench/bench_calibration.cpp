@@ -82,6 +82,7 @@ std::string shortSeries(const std::string& series)
 {
     static const std::map<std::string, std::string> names {
         {"megatron_ptdp_sc21_table1", "sc21"},
+        {"megatron_korthikanti_2022_table5", "mlsys23"},
         {"megatron_lm_readme_h100_weak_scaling_2024", "mcore24"},
         {"bloom_176b_production", "bloom"},
         {"opt_175b_production", "opt"},
@@ -97,7 +98,8 @@ std::string shortSeries(const std::string& series)
 /** Per-op forward/backward seconds of the first block of a case, each op costed as a one-op layer. */
 void printOps(const Case& c, const CostParams& params, const DeviceOverrides& devices)
 {
-    const CostModel model = makeCostModel(c, params, devices);
+    const auto modelOwner = makeCostModel(c, params, devices);
+    const CostModel& model = *modelOwner;
     const auto& layers = model.layers();
     const auto block
         = std::find_if(layers.begin(), layers.end(), [](const Layer& l) { return l.kind == LayerKind::Block; });

@@ -37,7 +37,8 @@ int main(int argc, char** argv)
             ++skipped;
             continue;
         }
-        const CostModel model = makeCostModel(c);
+        const auto modelOwner = makeCostModel(c);
+        const CostModel& model = *modelOwner;
         Workload workload;
         workload.global_batch = c.global_batch;
         workload.seq_len = c.seq_len;

@@ -49,6 +49,9 @@ enum class Metric : std::uint8_t
     TokensPerSecondPerGpu,
     /** llm-foundry's MFU in percent: (6 N s + 12 L d s^2) x sequences/s / (GPUs x peak), N = all parameters. */
     MptMfuPercent,
+    /** Seconds per iteration as measured (Korthikanti et al. Table 5). The error is still a throughput error,
+        published / predicted seconds - 1, so that its sign means what it means for the other metrics. */
+    SecondsPerIteration,
 };
 
 inline const char* metricName(Metric metric)
@@ -62,6 +65,8 @@ inline const char* metricName(Metric metric)
         return "TFLOP/s/GPU (GPT-NeoX 2021 get_flops)";
     case Metric::TokensPerSecondPerGpu:
         return "tokens/s/GPU";
+    case Metric::SecondsPerIteration:
+        return "s/iteration";
     case Metric::MptMfuPercent:
         break;
     }
@@ -94,6 +99,8 @@ struct Case
     double published = 0; ///< the row's figure in `metric`
     double published_peak_memory_gib = 0; ///< measured peak memory per GPU where the row states it (GiB), else 0
     double metric_peak = 0; ///< FLOP/s the source divides by (MFU metrics)
+    /** The framework profile as the series' code ran it, where it differs from today's (SeriesRules). */
+    std::optional<FrameworkProfile> framework_profile;
 };
 
 /** A prediction in the row's metric, with the evaluation behind it. */
@@ -151,6 +158,9 @@ struct SeriesRules
     int default_zero = 0;
     bool sp_with_tp = false; ///< sequence parallelism whenever tp > 1 (when the row leaves it null)
     Framework framework = Framework::Generic; ///< the framework the series ran (its memory and comm terms)
+    /** The series ran Megatron-LM from before 2021-09, whose column-parallel backward waited for its TP all-reduce
+        (the async all-reduce beside the wgrad GEMM came with commit 3f65246911, 2021-09-02). */
+    bool megatron_sync_tp_backward = false;
     std::string note;
 };
 
@@ -166,7 +176,21 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
         r.dropout = 0.1;
         r.metric = Metric::TflopsMegatron4Pass;
         r.framework = Framework::MegatronCore; // Megatron-LM 2021: the same fp32 main grads and schedules
+        r.megatron_sync_tp_backward = true; // the paper's runs (April 2021) predate the async dgrad all-reduce
         r.note = "GPT (Megatron-LM 2021): GELU 4h, LayerNorm, learned positions, tied embeddings, unfused "
+                 "attention, dropout 0.1";
+        return r;
+    }
+    if (series == "megatron_korthikanti_2022_table5") {
+        // Megatron-LM of 2022 (the paper's code): GPT with tied embeddings and learned positions, the fused
+        // (unfused-attention) softmax kernel, dropout 0.1, no distributed optimizer. The rows state SP.
+        r.tied = true;
+        r.learned_positions = true;
+        r.flash = false;
+        r.dropout = 0.1;
+        r.metric = Metric::SecondsPerIteration;
+        r.framework = Framework::MegatronCore;
+        r.note = "GPT (Megatron-LM 2022): GELU 4h, LayerNorm, learned positions, tied embeddings, unfused "
                  "attention, dropout 0.1";
         return r;
     }
@@ -422,6 +446,12 @@ inline Case makeCase(const nlohmann::json& row)
     // --- the parallel configuration ---------------------------------------------------------------------------
     ParallelConfig& p = c.config;
     p.framework = rules->framework;
+    if (rules->megatron_sync_tp_backward) {
+        c.framework_profile = frameworkProfile(p.framework);
+        c.framework_profile->tp_backward_comm_async = false;
+        c.assumptions.push_back("Megatron-LM before 2021-09: column-parallel backward all-reduces wait on the compute "
+                                "stream");
+    }
     p.tp = static_cast<int>(optInt(row, "tensor_parallel").value_or(1));
     p.pp = static_cast<int>(optInt(row, "pipeline_parallel").value_or(1));
     p.cp = static_cast<int>(optInt(row, "context_parallel").value_or(1));
@@ -510,6 +540,8 @@ inline Case makeCase(const nlohmann::json& row)
         }
     } else if (const auto mb = optInt(row, "micro_batch_size")) {
         microBatch = *mb;
+        if (const auto vpp = optInt(row, "virtual_pipeline_stages"); vpp && p.pp > 1)
+            p.vpp = static_cast<int>(*vpp);
     } else {
         microBatch = 1;
         c.assumptions.push_back("micro_batch_size null: 1");
@@ -541,6 +573,10 @@ inline Case makeCase(const nlohmann::json& row)
         if (const auto v = optNumber(row, "mfu_percent"))
             c.published = *v;
         c.metric_peak = (a100 ? 312 : 989) * 1e12;
+        break;
+    case Metric::SecondsPerIteration:
+        if (const auto v = optNumber(row, "seconds_per_iteration"))
+            c.published = *v;
         break;
     }
     c.published_peak_memory_gib = optNumber(row, "peak_memory_gib").value_or(0);
@@ -577,7 +613,8 @@ struct DeviceEfficiency
 using DeviceOverrides = std::map<std::string, DeviceEfficiency>;
 
 /** The graph, cluster and cost model of a case (built once; evaluate() is cheap afterwards). */
-inline CostModel makeCostModel(const Case& c, const CostParams& params = {}, const DeviceOverrides& overrides = {})
+inline std::unique_ptr<CostModel> makeCostModel(const Case& c, const CostParams& params = {},
+                                                const DeviceOverrides& overrides = {})
 {
     BuildOptions options;
     options.batch = 1;
@@ -596,7 +633,10 @@ inline CostModel makeCostModel(const Case& c, const CostParams& params = {}, con
     }
     cluster.gpus_per_node = c.gpus_per_node;
     cluster.nodes = (c.gpus + c.gpus_per_node - 1) / c.gpus_per_node;
-    return CostModel(std::move(graph), cluster, params);
+    auto model = std::make_unique<CostModel>(std::move(graph), cluster, params);
+    if (c.framework_profile)
+        model->overrideFrameworkProfile(*c.framework_profile);
+    return model;
 }
 
 /** Evaluates a simulable case and converts the step time into the row's metric. */
@@ -604,7 +644,8 @@ inline Prediction predict(const Case& c, const CostParams& params = {}, const De
 {
     if (!c.simulable)
         throw std::invalid_argument(cat(c.id, " is not simulable: ", c.reason));
-    const CostModel model = makeCostModel(c, params, overrides);
+    const auto modelOwner = makeCostModel(c, params, overrides);
+    const CostModel& model = *modelOwner;
     Workload workload;
     workload.global_batch = c.global_batch;
     workload.seq_len = c.seq_len;
@@ -656,6 +697,10 @@ inline Prediction predict(const Case& c, const CostParams& params = {}, const De
         out.value = 100 * perSequence * (B / e.step_time) / (gpus * c.metric_peak);
         break;
     }
+    case Metric::SecondsPerIteration:
+        out.value = e.step_time;
+        out.relative_error = c.published / e.step_time - 1;
+        return out;
     }
     out.relative_error = (out.value - c.published) / c.published;
     return out;

@@ -253,7 +253,8 @@ struct PeakPrediction
 
 inline PeakPrediction predictPeak(const PeakCase& row)
 {
-    const CostModel model = calibration::makeCostModel(row.c, row.params);
+    const auto modelOwner = calibration::makeCostModel(row.c, row.params);
+    const CostModel& model = *modelOwner;
     Workload workload;
     workload.global_batch = row.c.global_batch;
     workload.seq_len = row.c.seq_len;

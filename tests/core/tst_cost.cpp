@@ -858,6 +858,49 @@ private Q_SLOTS:
         QCOMPARE(model.layerCost(index, none).tp_comm, 0.0);
     }
 
+    void megatronBackwardTpCommRunsBesideItsGemms()
+    {
+        // Megatron's column-parallel backward (LinearWithGradAccumulationAndAsyncCommunication): the SP re-gather of
+        // the saved input runs under the dgrad GEMM, the dgrad's all-reduce / reduce-scatter under the wgrad GEMM.
+        // The row-parallel backward's all-gather (SP) and every forward collective still wait.
+        BuildOptions options;
+        options.seq_len = 2048;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        const Cluster cluster = h100Node();
+        const auto datasheet = makeDatasheetCostSource(cluster, {});
+        const double activation = 2048.0 * 4096 * 2;
+        const GroupShape group {8, 8};
+        const double ar = datasheet->collectiveTime(Collective::AllReduce, activation, group);
+        const double ag = datasheet->collectiveTime(Collective::AllGather, activation, group);
+        const double rs = datasheet->collectiveTime(Collective::ReduceScatter, activation, group);
+        ParallelConfig tp;
+        tp.tp = 8;
+        tp.framework = Framework::MegatronCore;
+        ParallelConfig sp = tp;
+        sp.sequence_parallel = true;
+        {
+            // GEMMs far longer than the collectives: the backward keeps only the row-parallel all-gathers.
+            CostModel model(graph, cluster, {}, std::make_shared<ScaledGemmSource>(datasheet, 1e3));
+            const auto index = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+            QVERIFY(relativeError(model.layerCost(index, tp).tp_comm, 2 * ar) < 1e-12);
+            QVERIFY(relativeError(model.layerCost(index, sp).tp_comm, 2 * (ag + rs) + 2 * ag) < 1e-12);
+        }
+        {
+            // Instant GEMMs hide nothing, and the SP re-gathers come on top of what a synchronous backward pays.
+            CostModel model(graph, cluster, {}, std::make_shared<ScaledGemmSource>(datasheet, 1e-9));
+            const auto index = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+            QVERIFY(relativeError(model.layerCost(index, tp).tp_comm, 4 * ar) < 1e-6);
+            QVERIFY(relativeError(model.layerCost(index, sp).tp_comm, 4 * (ag + rs) + 2 * ag) < 1e-6);
+        }
+        // Megatron-LM before the async all-reduce (2021-09) waited for it: the profile override restores that.
+        CostModel model(graph, cluster, {}, std::make_shared<ScaledGemmSource>(datasheet, 1e3));
+        FrameworkProfile sync = frameworkProfile(Framework::MegatronCore);
+        sync.tp_backward_comm_async = false;
+        model.overrideFrameworkProfile(sync);
+        const auto index = static_cast<std::size_t>(&firstBlock(model) - model.layers().data());
+        QVERIFY(relativeError(model.layerCost(index, tp).tp_comm, 4 * ar) < 1e-12);
+    }
+
     void tpCommOverlapHidesAllButOneChunk()
     {
         BuildOptions options;

@@ -246,14 +246,19 @@ GroupShape CostModel::groupShape(const ParallelConfig& config, std::string_view 
     return shape;
 }
 
+const FrameworkProfile& CostModel::frameworkOf(const ParallelConfig& c) const
+{
+    return m_frameworkOverride ? *m_frameworkOverride : frameworkProfile(c.framework);
+}
+
 double CostModel::runtimeBytes(const ParallelConfig& c) const
 {
-    return shardscape::runtimeBytes(frameworkProfile(c.framework), m_params, c);
+    return shardscape::runtimeBytes(frameworkOf(c), m_params, c);
 }
 
 double CostModel::fragmentationFactor(const ParallelConfig& c) const
 {
-    return std::max(1.0, frameworkProfile(c.framework).fragmentation);
+    return std::max(1.0, frameworkOf(c).fragmentation);
 }
 
 std::vector<int> CostModel::defaultStageLayers(int chunks) const
@@ -395,12 +400,13 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     }
     if (m_cluster.device.peak(m_graph->dtype) <= 0)
         return cat(m_cluster.device.name, " has no ", dtypeName(m_graph->dtype), " tensor-core rate");
-    return frameworkRestriction(frameworkProfile(c.framework), c);
+    return frameworkRestriction(frameworkOf(c), c);
 }
 
 namespace {
 
-LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpGroup, int gpusPerNode)
+LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework, GroupShape tpGroup, GroupShape cpGroup,
+                     int gpusPerNode)
 {
     LayerLayout layout;
     layout.tp = c.tp;
@@ -416,13 +422,13 @@ LayerLayout layoutOf(const ParallelConfig& c, GroupShape tpGroup, GroupShape cpG
     layout.micro_batch = c.micro_batch;
     layout.recompute = c.recompute;
     layout.recompute_modules = c.recompute_modules;
-    const FrameworkProfile& framework = frameworkProfile(c.framework);
     layout.loss_saved_bytes_per_logit = framework.loss_saved_bytes_per_logit;
     layout.loss_working_bytes_per_logit = framework.loss_working_bytes_per_logit;
     layout.cp_comm = framework.cp_comm;
     layout.cp_merge_bytes_per_element = framework.cp_merge_bytes_per_element;
     layout.cp_dkv_bytes_per_element = framework.cp_dkv_bytes_per_element;
     layout.tp_overlap_serial_chunks = framework.tp_overlap_serial_chunks;
+    layout.tp_backward_comm_async = framework.tp_backward_comm_async;
     // torchtitan's per-op AC is PyTorch's selective checkpointing policy; Megatron's --recompute-modules are
     // module checkpoints whose outputs stay alive for the ops that consume them.
     layout.selective_checkpoint_policy = c.framework == Framework::Torchtitan;
@@ -462,7 +468,7 @@ std::string recomputePattern(const ModelGraph& graph, const Layer& layer, const 
 
 const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c) const
 {
-    LayerLayout layout = layoutOf(c, groupShape(c, "tp"), groupShape(c, "cp"), m_cluster.gpus_per_node);
+    LayerLayout layout = layoutOf(c, frameworkOf(c), groupShape(c, "tp"), groupShape(c, "cp"), m_cluster.gpus_per_node);
     layout.overlap_hidden_fraction = m_params.zero3_prefetch_overlap;
     const std::size_t representative = m_classRepresentative[static_cast<std::size_t>(m_classOf[layer])];
     std::size_t subject = representative;
@@ -547,7 +553,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     const auto sharded = [&](double dense, double expert, bool shard) {
         return shard ? dense / denseShard + expert / expertShard : dense + expert;
     };
-    const FrameworkProfile& framework = frameworkProfile(c.framework);
+    const FrameworkProfile& framework = frameworkOf(c);
     // Gradients travel in the dtype they accumulate in: fp32 in Megatron and FSDP (reduce_dtype), bf16 in DeepSpeed.
     const double gradCommBytes = gradientBytes(framework, m_params, c, m_graph->dtype);
 
@@ -716,7 +722,7 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
             working = std::max(working, chunk.working);
             largestLayerParams = std::max(largestLayerParams, chunk.largestLayerParams);
         }
-        const FrameworkProfile& framework = frameworkProfile(c.framework);
+        const FrameworkProfile& framework = frameworkOf(c);
         report.memory.activations = std::max(0.0, peakStash[static_cast<std::size_t>(r)]);
         report.memory.transient = m_params.transient_mem_coef * largest + working
             + shardedDpWorkingBytes(framework, c, largestLayerParams, dtypeBytes(m_graph->dtype))
@@ -812,7 +818,7 @@ CostModel::LayerProfile CostModel::layerProfile(const ParallelConfig& c) const
     const double weightBytes = dtypeBytes(m_graph->dtype);
     const double denseShard = static_cast<double>(c.dp * c.cp) / c.zero_ngroups;
     const double expertShard = std::max(1.0, static_cast<double>(c.expertDp()) / c.zero_ngroups);
-    const FrameworkProfile& framework = frameworkProfile(c.framework);
+    const FrameworkProfile& framework = frameworkOf(c);
     for (std::size_t l = 0; l < m_layers.size(); ++l) {
         const LayerCost& lc = *costs[l];
         const LayerParams p = spanParams(static_cast<int>(l), static_cast<int>(l), c);

@@ -120,6 +120,13 @@ FrameworkProfile megatronCore()
     // comm_gemm_overlap.cpp split_overlap_ag / split_overlap_rs): the chunk GEMMs go round-robin onto
     // _stream_compute (num_max_streams = 3), so consecutive chunks run concurrently: no chunking penalty.
     p.tp_overlap_serial_chunks = false;
+    // Column-parallel backward (megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsync-
+    // Communication.backward): under SP the all-gather of the saved input shard is issued async before the dgrad
+    // GEMM; the dgrad's all-reduce (allreduce_dgrad, tp > 1 without SP) or reduce-scatter (SP) is issued async
+    // before the wgrad GEMM and waited for after it (CUDA_DEVICE_MAX_CONNECTIONS=1 keeps the order). Transformer
+    // Engine's Linear does the same (transformer_engine/pytorch/module/linear.py _Linear.backward). Megatron-LM
+    // has done it since 2021 (--no-async-tensor-model-parallel-allreduce turned it off).
+    p.tp_backward_comm_async = true;
     // Pipeline p2p (megatron/core/pipeline_parallel/p2p_communication.py _communicate): batched isend/irecv whose
     // requests are waited for before the call returns (wait_on_reqs=True) in the 1F1B schedule, so the stage's
     // compute waits for its own send; the interleaved schedule passes wait_on_reqs=(not overlap_p2p_comm), and

@@ -384,6 +384,15 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     std::unordered_set<TensorId> columnInputs;
     std::vector<OverlappedCollective> overlapped;
     std::unordered_map<TensorId, std::size_t> overlappedInput; ///< gathered column input -> its entry
+    /** A column input's backward collectives where they run beside its consumers' own GEMMs
+        (LayerLayout::tp_backward_comm_async): the SP re-gather beside the dgrad, the dgrad's reduction beside the
+        wgrad. */
+    struct AsyncBackward
+    {
+        double regather = 0, reduce = 0;
+        double dgrad = 0, wgrad = 0;
+    };
+    std::unordered_map<TensorId, AsyncBackward> asyncBackward;
     double tpFwd = 0, tpBwd = 0, otherFwd = 0, otherBwd = 0;
     double a2aOverlapped = 0; ///< expert all-to-alls that run under another micro-batch's compute
     double tpRecompute = 0; ///< forward TP collectives of recomputed ops, repeated inside backward
@@ -572,10 +581,18 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                     if (overlap) {
                         overlappedInput.emplace(input, overlapped.size());
                         overlapped.push_back({forward, backward, 0, 0, !instanceOf[i].empty()});
+                    } else if (layout.tp_backward_comm_async) {
+                        // Megatron keeps the sharded input and gathers it again for the wgrad GEMM.
+                        tpFwd += forward;
+                        asyncBackward[input] = {forward, backward, 0, 0};
                     } else {
                         tpFwd += forward;
                         tpBwd += backward;
                     }
+                }
+                if (const auto it = asyncBackward.find(input); it != asyncBackward.end()) {
+                    it->second.dgrad += bwdIn;
+                    it->second.wgrad += bwdW;
                 }
                 // Every GEMM that consumes the gathered input (Q, K and V; gate and up) hides a share of it.
                 if (const auto it = overlappedInput.find(input); it != overlappedInput.end()) {
@@ -691,6 +708,8 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         if (o.recomputed)
             tpRecompute += forward;
     }
+    for (const auto& [input, a] : asyncBackward)
+        tpBwd += std::max(0.0, a.regather - a.dgrad) + std::max(0.0, a.reduce - a.wgrad);
     tpBwd += tpRecompute;
     if (a2aOverlapped > 0) {
         // One micro-batch's four all-to-alls run under another's forward and backward of this layer (Megatron's

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "shardscape/cost/cost_source.h"
+#include "shardscape/cost/framework_profile.h"
 #include "shardscape/cost/layer_cost.h"
 #include "shardscape/cost/memory.h"
 #include "shardscape/cost/parallel_config.h"
@@ -12,6 +13,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <unordered_map>
@@ -153,6 +155,10 @@ public:
     /** The caching allocator's reserved / allocated ratio under the config's framework (1 for Generic). */
     double fragmentationFactor(const ParallelConfig& config) const;
 
+    /** Costs every configuration with `profile` in place of its framework's profile: runs of older framework code
+        than the profiles describe (bench_calibration's Megatron-LM 2021 rows). Call before evaluating. */
+    void overrideFrameworkProfile(FrameworkProfile profile) { m_frameworkOverride = std::move(profile); }
+
     /** Why `config` cannot run on this model and cluster at all (before costing); empty when it can. */
     std::string structuralProblem(const ParallelConfig& config, const Workload& workload,
                                   bool requireFullCluster) const;
@@ -172,6 +178,9 @@ private:
     CostParams m_params;
     std::shared_ptr<const CostSource> m_source;
     std::vector<Layer> m_layers;
+    std::optional<FrameworkProfile> m_frameworkOverride;
+    /** The framework profile a configuration is costed under. */
+    const FrameworkProfile& frameworkOf(const ParallelConfig& config) const;
     std::vector<OpId> m_producer;
     std::vector<std::size_t> m_signature; ///< identical layers share a signature (and a cache entry)
     std::vector<int> m_classOf; ///< layer -> index of its class of identical layers

@@ -157,6 +157,11 @@ struct FrameworkProfile
         rows (PyTorch async TP). Transformer Engine spreads the chunks over several compute streams, which keeps
         the SMs as full as one large GEMM. */
     bool tp_overlap_serial_chunks = false;
+    /** A column-parallel linear's backward launches its TP collectives asynchronously beside its own GEMMs: the
+        input gradient's all-reduce (reduce-scatter under SP) runs under the weight-gradient GEMM, and under SP the
+        re-gather of the saved (sharded) input runs under the input-gradient GEMM. Otherwise the backward waits for
+        each collective. */
+    bool tp_backward_comm_async = false;
 
     // --- what the framework can run (bounds the search) --------------------------------------------------------
     std::vector<int> zero_stages {0, 1, 2, 3};

@@ -49,6 +49,8 @@ struct LayerLayout
     double cp_dkv_bytes_per_element = 2;
     /** TP overlap runs its GEMMs as tp sequential chunks of m / tp rows (FrameworkProfile). */
     bool tp_overlap_serial_chunks = false;
+    /** Column-parallel backward collectives run beside the linear's own GEMMs (FrameworkProfile). */
+    bool tp_backward_comm_async = false;
     /** The FP8 scaling recipe of the linears when fp8_linears is on. */
     Float8Recipe fp8_recipe = Float8Recipe::Tensorwise;
     GroupShape tp_group;
