@@ -57,6 +57,8 @@ struct SimulateOptions
     bool tp_comm_overlap = false;
     bool overlap_param_gather = false;
     bool moe_a2a_overlap = false;
+    double moe_capacity_factor = 0;
+    double moe_router_imbalance = 1;
     bool fp8_linears = false;
     std::string fp8_recipe = "tensorwise";
     bool eager_kernels = false;
@@ -406,6 +408,8 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     o.tp_comm_overlap = c.tp_comm_overlap;
     o.overlap_param_gather = c.overlap_param_gather;
     o.moe_a2a_overlap = c.moe_a2a_overlap;
+    o.moe_capacity_factor = c.moe_capacity_factor;
+    o.moe_router_imbalance = c.moe_router_imbalance;
     o.fp8_linears = c.fp8_linears;
     o.fp8_recipe = std::string(float8RecipeName(c.fp8_recipe));
     o.eager_kernels = c.eager_kernels;
@@ -497,6 +501,8 @@ int runSimulate(const SimulateOptions& given)
     config.tp_comm_overlap = o.tp_comm_overlap;
     config.overlap_param_gather = o.overlap_param_gather;
     config.moe_a2a_overlap = o.moe_a2a_overlap;
+    config.moe_capacity_factor = o.moe_capacity_factor;
+    config.moe_router_imbalance = o.moe_router_imbalance;
     config.fp8_linears = o.fp8_linears;
     config.fp8_recipe = parseFloat8Recipe(o.fp8_recipe).value_or(Float8Recipe::Tensorwise); // checked by the parser
     config.eager_kernels = o.eager_kernels;
@@ -631,6 +637,15 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     configuration.push_back(cmd->add_flag("--moe-a2a-overlap", o->moe_a2a_overlap,
                                           "overlap the expert-parallel all-to-alls with another micro-batch's "
                                           "compute (Megatron --overlap-moe-expert-parallel-comm; needs --ep 2+)"));
+    configuration.push_back(cmd->add_option("--moe-capacity-factor", o->moe_capacity_factor,
+                                            "experts compute at most this times their even share of the routed "
+                                            "tokens and drop the rest (Megatron --moe-expert-capacity-factor); 0 = "
+                                            "dropless (default)")
+                                ->check(CLI::Range(0.0, 1000.0)));
+    configuration.push_back(cmd->add_option("--moe-router-imbalance", o->moe_router_imbalance,
+                                            "routed tokens on the busiest expert-parallel rank over the mean, as "
+                                            "your router runs (default 1: even; the sampling spread is added)")
+                                ->check(CLI::Range(1.0, 1000.0)));
     configuration.push_back(cmd->add_flag("--fp8", o->fp8_linears,
                                           "run the linear layers' GEMMs in FP8 with dynamic scaling (torchtitan "
                                           "float8, Transformer Engine)"));

@@ -645,6 +645,58 @@ private Q_SLOTS:
                 != std::string::npos);
     }
 
+    void busiestExpertRankSetsThePace()
+    {
+        // Closed forms of the load factor: the sampling spread of top-k routing over ep ranks, the router's own
+        // skew, and the capacity factor's cap.
+        QCOMPARE(expertLoadFactor(0, 1, 1, 4096), 1.0);
+        QVERIFY(relativeError(expertLoadFactor(0, 1, 8, 4096), 1 + std::sqrt(2 * std::log(8.0) / 4096)) < 1e-12);
+        QCOMPARE(expertLoadFactor(0, 1.5, 8, 4096), 1.5);
+        QCOMPARE(expertLoadFactor(1.25, 1.5, 8, 4096), 1.25);
+        QCOMPARE(expertLoadFactor(0.5, 1, 1, 4096), 0.5); // capacity below the even share drops tokens anyway
+
+        // Qwen3-30B-A3B, ep 32, seq 4096, micro-batch 1: 8 x 4096 routed copies per rank on average.
+        BuildOptions options;
+        options.seq_len = 4096;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("qwen3-30b-a3b", options));
+        CostModel model(graph, h100Node(4));
+        std::size_t moeLayer = 0;
+        while (model.layers()[moeLayer].kind != LayerKind::Block)
+            ++moeLayer;
+        ParallelConfig config;
+        config.dp = 32;
+        config.ep = 32;
+        config.framework = Framework::MegatronCore;
+        const double spread = expertLoadFactor(0, 1, 32, 8.0 * 4096);
+        const LayerCost even = model.layerCost(moeLayer, config);
+        config.moe_router_imbalance = 2;
+        const LayerCost skewed = model.layerCost(moeLayer, config);
+        // The all-to-all's receive on the busiest rank, and the routed copies it stashes, scale with its load:
+        // dispatch and combine, forward and backward, of 8 copies of [4096 x 2048] bf16 tokens.
+        const auto a2a = [&](double load) {
+            return 4 * model.source().collectiveTime(Collective::AllToAll, 8 * 4096.0 * 2048 * 2 * load, {32, 8});
+        };
+        QVERIFY(relativeError(even.other_comm, a2a(spread)) < 1e-12);
+        QVERIFY(relativeError(skewed.other_comm, a2a(2)) < 1e-12);
+        QVERIFY(skewed.activation_bytes > even.activation_bytes);
+        QVERIFY(skewed.flops > even.flops);
+        // A capacity factor of 1 drops what the busiest rank gets above its even share.
+        config.moe_capacity_factor = 1;
+        const LayerCost capped = model.layerCost(moeLayer, config);
+        QVERIFY(relativeError(capped.other_comm, a2a(1)) < 1e-12);
+        QVERIFY(capped.flops < even.flops);
+        // torchtitan's experts are dropless.
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        config.framework = Framework::Torchtitan;
+        config.zero_stage = 3;
+        const Evaluation e = model.evaluate(config, workload);
+        QVERIFY2(e.reason.find("dropless") != std::string::npos, e.reason.c_str());
+        config.framework = Framework::Generic;
+        config.moe_router_imbalance = 0.5;
+        QVERIFY(model.evaluate(config, workload).reason.find("router imbalance") != std::string::npos);
+    }
+
     void expertGroupedGemmPadsAndReadsWeights()
     {
         // Qwen3-30B-A3B: 128 experts of [2048 x 768], top-8. One device, no EP.

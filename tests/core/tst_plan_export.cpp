@@ -595,11 +595,12 @@ private Q_SLOTS:
         config.recompute = RecomputeKind::Full;
         config.framework = Framework::MegatronCore;
         config.moe_a2a_overlap = true;
+        config.moe_capacity_factor = 1.25;
         const auto c = makeCase("qwen3-30b-a3b", 4, config);
         QVERIFY2(c->evaluation.feasible, c->evaluation.reason.c_str());
         const ExportResult result = exportPlan(ExportTarget::Megatron, c->plan, *c->graph, c->plan.cluster, nullptr);
-        for (const char* flag :
-             {"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute", "--expert-tensor-parallel-size 1"})
+        for (const char* flag : {"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute",
+                                 "--expert-tensor-parallel-size 1", "--moe-expert-capacity-factor 1.25"})
             QVERIFY2(result.text.find(flag) != std::string::npos, flag);
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
@@ -608,6 +609,7 @@ private Q_SLOTS:
         const ImportedConfig imported
             = importJobConfig(writeExport(dir, "job", ExportTarget::Megatron, result.text), options);
         QVERIFY(imported.config.moe_a2a_overlap);
+        QCOMPARE(imported.config.moe_capacity_factor, 1.25);
         QCOMPARE(imported.config.ep, 8);
         QCOMPARE(imported.config.expertTp(), 1);
     }

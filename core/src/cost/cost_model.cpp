@@ -359,6 +359,11 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     if (c.moe_a2a_overlap && c.pp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
         return "overlapping the expert all-to-alls runs in Megatron's combined 1F1B, which needs pp = 1 or the "
                "interleaved schedule: use vpp >= 2, or turn the overlap off";
+    if (!(c.moe_capacity_factor >= 0) || c.moe_capacity_factor > 1e3)
+        return cat("the expert capacity factor must be 0 (dropless) or a positive number, got ", c.moe_capacity_factor);
+    if (!(c.moe_router_imbalance >= 1) || c.moe_router_imbalance > 1e3)
+        return cat("the router imbalance is the busiest expert-parallel rank's tokens over the mean, 1 or more; got ",
+                   c.moe_router_imbalance);
     if (c.fp8_linears && m_cluster.device.peak(DType::FP8) <= 0)
         return cat(m_cluster.device.name, " has no FP8 tensor-core rate: turn FP8 linears off");
     if (c.zero_stage < 0 || c.zero_stage > 3)
@@ -416,6 +421,8 @@ LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework,
     layout.sequence_parallel = c.sequence_parallel;
     layout.tp_comm_overlap = c.tp_comm_overlap;
     layout.moe_a2a_overlap = c.moe_a2a_overlap;
+    layout.moe_capacity_factor = c.moe_capacity_factor;
+    layout.moe_router_imbalance = c.moe_router_imbalance;
     layout.fp8_linears = c.fp8_linears;
     layout.fp8_recipe = c.fp8_recipe;
     layout.eager_kernels = c.eager_kernels;
@@ -482,10 +489,10 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
     std::string key
         = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.expertTp(), ',', c.sequence_parallel,
               c.tp_comm_overlap, c.fp8_linears, static_cast<int>(c.fp8_recipe), c.eager_kernels, c.moe_a2a_overlap, ',',
-              c.micro_batch, ',', static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',',
-              layout.tp_group.per_node, ',', layout.cp_group.per_node, ',', layout.ep_group.per_node, ',',
-              layout.loss_saved_bytes_per_logit, ',', layout.loss_working_bytes_per_logit, ',',
-              layout.selective_checkpoint_policy, ',',
+              c.moe_capacity_factor, ',', c.moe_router_imbalance, ',', c.micro_batch, ',',
+              static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',',
+              layout.cp_group.per_node, ',', layout.ep_group.per_node, ',', layout.loss_saved_bytes_per_logit, ',',
+              layout.loss_working_bytes_per_logit, ',', layout.selective_checkpoint_policy, ',',
               // Every layout term a framework sets (CP exchange, TP-overlap chunking, loss bytes) follows from it.
               static_cast<int>(c.framework), '|', pattern);
     std::lock_guard lock(m_cacheMutex);

@@ -212,6 +212,8 @@ FrameworkProfile torchtitan()
     p.cp_comm = CpComm::AllGather;
     p.cp_merge_bytes_per_element = 38;
     p.cp_dkv_bytes_per_element = 4;
+    // torchtitan's MoE (torchtitan/models/common/moe.py) routes token choice top-k with no capacity: dropless.
+    p.moe_token_dropping = false;
     return p;
 }
 
@@ -356,6 +358,10 @@ std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig
         return cat(name,
                    " does not overlap expert all-to-alls with compute: turn the overlap off, or plan for "
                    "megatron-core (--overlap-moe-expert-parallel-comm)");
+    if (c.moe_capacity_factor > 0 && !p.moe_token_dropping)
+        return cat(name,
+                   "'s experts are dropless: set the capacity factor to 0, or plan for megatron-core "
+                   "(--moe-expert-capacity-factor)");
     if (c.fp8_linears && !p.fp8)
         return cat(name, " has no FP8 training: turn FP8 linears off, or choose another framework");
     if (c.fp8_linears && std::find(p.fp8_recipes.begin(), p.fp8_recipes.end(), c.fp8_recipe) == p.fp8_recipes.end())

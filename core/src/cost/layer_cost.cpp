@@ -91,11 +91,16 @@ struct TensorBytes
     const ModelGraph& graph;
     const LayerLayout& layout;
     double scale; ///< micro-batch / graph batch, divided by cp
+    /** The experts' routed internals (dispatched tokens, projections) and the load of the busiest rank on them. */
+    const std::unordered_set<TensorId>* routed = nullptr;
+    double routed_load = 1;
     /** Bytes of a tensor on one device under the layout. */
     double operator()(TensorId id) const
     {
         const Tensor& t = graph.tensor(id);
         double bytes = t.bytes() * scale;
+        if (routed && routed->count(id))
+            bytes *= routed_load;
         if (t.tp_sharded || layout.sequence_parallel)
             bytes /= layout.tp;
         return bytes;
@@ -339,6 +344,14 @@ std::string recomputeInstance(const Op& op, const Layer& layer, const LayerLayou
 
 } // namespace
 
+double expertLoadFactor(double capacityFactor, double routerImbalance, int ep, double routedPerRank)
+{
+    double load = 1;
+    if (ep > 1 && routedPerRank > 0)
+        load = std::max(routerImbalance, 1 + std::sqrt(2 * std::log(static_cast<double>(ep)) / routedPerRank));
+    return capacityFactor > 0 ? std::min(load, capacityFactor) : load;
+}
+
 LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& producer, const Layer& layer,
                            const LayerLayout& layout, const CostSource& source)
 {
@@ -346,8 +359,23 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     const int tp = std::max(1, layout.tp);
     const int cp = std::max(1, layout.cp);
     const double batchScale = layout.micro_batch / static_cast<double>(graph.batch);
-    const TensorBytes bytesOf {graph, layout, batchScale / cp};
     const DType dtype = graph.dtype;
+    // The experts' routed token copies on the busiest expert-parallel rank (expertLoadFactor): its GEMMs, its
+    // all-to-all receive and its saved internals all scale with them.
+    std::unordered_set<TensorId> routedTensors;
+    double expertLoad = 1;
+    for (const auto id : layer.ops) {
+        const Op& op = graph.op(id);
+        if (op.kind != OpKind::MoeExperts || op.top_k <= 0)
+            continue;
+        routedTensors.insert(op.outputs.begin() + std::min<std::ptrdiff_t>(1, std::ssize(op.outputs)),
+                             op.outputs.end());
+        const double routedPerRank = op.top_k * layout.micro_batch * static_cast<double>(graph.seq_len) / cp
+            / (layout.sequence_parallel ? tp : 1);
+        expertLoad
+            = expertLoadFactor(layout.moe_capacity_factor, layout.moe_router_imbalance, layout.ep, routedPerRank);
+    }
+    const TensorBytes bytesOf {graph, layout, batchScale / cp, &routedTensors, expertLoad};
 
     std::vector<std::string> instanceOf(layer.ops.size());
     std::unordered_map<OpId, std::size_t> indexOf;
@@ -409,7 +437,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     for (std::size_t i = 0; i < layer.ops.size(); ++i) {
         const Op& op = graph.op(layer.ops[i]);
         const bool split = splitsByTp(op.tp_role) || layout.sequence_parallel;
-        const double share = batchScale / cp / (split ? tp : 1);
+        const double share = batchScale / cp / (split ? tp : 1) * (op.kind == OpKind::MoeExperts ? expertLoad : 1);
         const double fwdFlops = op.flops_fwd * share;
         const double bwdInputFlops = op.flops_bwd_input * share;
         const double bwdWeightFlops = op.flops_bwd_weight * share;
@@ -612,7 +640,8 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             tpRecompute += tpFwd - tpFwdBefore;
         if (op.kind == OpKind::MoeExperts && layout.ep > 1 && op.top_k > 0 && !op.inputs.empty()) {
             // Dispatch and combine all-to-alls of the routed tokens, forward and backward.
-            const double routed = bytesOf.full(op.inputs.front()) * op.top_k / (layout.sequence_parallel ? tp : 1);
+            const double routed
+                = bytesOf.full(op.inputs.front()) * op.top_k / (layout.sequence_parallel ? tp : 1) * expertLoad;
             const double a2a = source.collectiveTime(Collective::AllToAll, routed, layout.ep_group);
             if (layout.moe_a2a_overlap) {
                 a2aOverlapped += 4 * a2a;
@@ -628,7 +657,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             // projection's output is all-reduced (backward: the input gradient), as in a dense MLP.
             const double tokens = bytesOf.full(op.inputs.front());
             if (layout.sequence_parallel) {
-                const double routed = tokens * std::max(1, op.top_k) / tp * layout.etp;
+                const double routed = tokens * std::max(1, op.top_k) / tp * layout.etp * expertLoad;
                 const double pair = source.collectiveTime(Collective::AllGather, routed, layout.etp_group)
                     + source.collectiveTime(Collective::ReduceScatter, routed, layout.etp_group);
                 otherFwd += pair;

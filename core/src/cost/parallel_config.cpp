@@ -61,6 +61,10 @@ std::string ParallelConfig::describe() const
         text += " param-gather-overlap";
     if (moe_a2a_overlap)
         text += " a2a-overlap";
+    if (moe_capacity_factor > 0)
+        text += cat(" capacity", fixed(moe_capacity_factor, 2));
+    if (moe_router_imbalance > 1)
+        text += cat(" imbalance", fixed(moe_router_imbalance, 2));
     if (fp8_linears)
         text += fp8_recipe == Float8Recipe::Rowwise ? " fp8-linears-rowwise" : " fp8-linears";
     if (eager_kernels)

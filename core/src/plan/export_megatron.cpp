@@ -215,6 +215,10 @@ bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
         add(args, "--moe-ffn-hidden-size", cat(t.ffn_hidden));
         add(args, "--moe-grouped-gemm");
         add(args, "--moe-token-dispatcher-type", "alltoall");
+        // Capacity-limited experts (megatron/core/transformer/transformer_config.py moe_expert_capacity_factor;
+        // valid with the default aux_loss load balancing): tokens over capacity are dropped, lowest probability first.
+        if (c.moe_capacity_factor > 0)
+            add(args, "--moe-expert-capacity-factor", fixed(c.moe_capacity_factor, 2));
         if (t.shared_expert_ffn > 0)
             add(args, "--moe-shared-expert-intermediate-size", cat(t.shared_expert_ffn));
         if (t.first_dense_layers > 0 || t.moe_layer_step > 1) {

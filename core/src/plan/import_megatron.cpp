@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
@@ -935,6 +936,13 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
     if (args.has("--overlap-moe-expert-parallel-comm") && !c.moe_a2a_overlap)
         out.warnings.push_back("--overlap-moe-expert-parallel-comm needs ep > 1, two or more micro-batches and pp = 1 "
                                "or the interleaved schedule; simulated off");
+    if (const auto capacity = args.number("--moe-expert-capacity-factor")) {
+        // Megatron reads a negative factor as none (dropless).
+        if (*capacity > 1e3 || !std::isfinite(*capacity))
+            args.failFlag("--moe-expert-capacity-factor", cat("'", *capacity, "' is not a capacity factor"),
+                          "use a small positive number such as 1.0, or leave the flag out for dropless experts");
+        c.moe_capacity_factor = *capacity > 0 ? *capacity : 0;
+    }
     c.fp8_linears = args.has("--fp8-format");
     if (c.fp8_linears) {
         // --fp8-recipe defaults to delayed scaling (megatron/training/arguments.py); only tensorwise is costed.

@@ -177,6 +177,8 @@ json configJson(const ParallelConfig& c)
                  {"tp_comm_overlap", c.tp_comm_overlap},
                  {"overlap_param_gather", c.overlap_param_gather},
                  {"moe_a2a_overlap", c.moe_a2a_overlap},
+                 {"moe_capacity_factor", c.moe_capacity_factor},
+                 {"moe_router_imbalance", c.moe_router_imbalance},
                  {"fp8_linears", c.fp8_linears},
                  {"fp8_recipe", float8RecipeName(c.fp8_recipe)},
                  {"eager_kernels", c.eager_kernels},
@@ -270,6 +272,9 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     c.tp_comm_overlap = f.boolean("tp_comm_overlap", false);
     c.overlap_param_gather = f.boolean("overlap_param_gather", false);
     c.moe_a2a_overlap = f.boolean("moe_a2a_overlap", false);
+    // Absent in plans older than the capacity factor: dropless, an even router.
+    c.moe_capacity_factor = f.optNumber("moe_capacity_factor", 0, 1e3).value_or(0);
+    c.moe_router_imbalance = f.optNumber("moe_router_imbalance", 1, 1e3).value_or(1);
     c.fp8_linears = f.boolean("fp8_linears", false);
     if (const auto recipe = f.optString("fp8_recipe")) { // absent in older plans: tensorwise
         const auto parsed = parseFloat8Recipe(*recipe);

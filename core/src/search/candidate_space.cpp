@@ -261,6 +261,8 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     c.overlap_param_gather = config.overlap_param_gather && (zero == 1 || zero == 2);
                                     c.moe_a2a_overlap = config.moe_a2a_overlap && c.ep > 1 && m >= 2
                                         && (pp == 1 || schedule == ScheduleKind::Interleaved1F1B);
+                                    c.moe_capacity_factor = config.moe_capacity_factor;
+                                    c.moe_router_imbalance = config.moe_router_imbalance;
                                     c.fp8_linears = config.fp8_linears;
                                     c.fp8_recipe = config.fp8_recipe;
                                     c.eager_kernels = config.eager_kernels;

@@ -211,6 +211,9 @@ void validateFramework(const PlannerConfig& c, std::string_view origin)
     if (c.moe_a2a_overlap && !p.moe_a2a_overlap)
         fail(origin, "moe_a2a_overlap", cat(name, " does not overlap expert all-to-alls with compute"),
              cat("set it to false, ", kOtherFramework));
+    if (c.moe_capacity_factor > 0 && !p.moe_token_dropping)
+        fail(origin, "moe_capacity_factor", cat(name, "'s experts are dropless (no capacity factor)"),
+             cat("set it to 0, ", kOtherFramework));
     if (c.framework == Framework::Torchtitan && c.tp_comm_overlap && c.eager_kernels)
         fail(origin, "tp_comm_overlap", "torchtitan's async TP needs torch.compile, but eager_kernels is true",
              "set tp_comm_overlap or eager_kernels to false");
@@ -392,6 +395,8 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
     c.tp_comm_overlap = f.boolean("tp_comm_overlap", c.tp_comm_overlap);
     c.overlap_param_gather = f.boolean("overlap_param_gather", c.overlap_param_gather);
     c.moe_a2a_overlap = f.boolean("moe_a2a_overlap", c.moe_a2a_overlap);
+    c.moe_capacity_factor = f.optNumber("moe_capacity_factor", 0, 1e3).value_or(c.moe_capacity_factor);
+    c.moe_router_imbalance = f.optNumber("moe_router_imbalance", 1, 1e3).value_or(c.moe_router_imbalance);
     c.fp8_linears = f.boolean("fp8_linears", c.fp8_linears);
     if (const auto recipe = f.optString("fp8_recipe")) {
         const auto parsed = parseFloat8Recipe(toLower(trimmed(*recipe)));
@@ -468,6 +473,8 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"tp_comm_overlap", c.tp_comm_overlap},
                  {"overlap_param_gather", c.overlap_param_gather},
                  {"moe_a2a_overlap", c.moe_a2a_overlap},
+                 {"moe_capacity_factor", c.moe_capacity_factor},
+                 {"moe_router_imbalance", c.moe_router_imbalance},
                  {"fp8_linears", c.fp8_linears},
                  {"fp8_recipe", float8RecipeName(c.fp8_recipe)},
                  {"eager_kernels", c.eager_kernels},

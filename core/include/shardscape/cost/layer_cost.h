@@ -23,6 +23,8 @@ struct LayerLayout
     bool sequence_parallel = false;
     bool tp_comm_overlap = false; ///< SP collectives overlap the GEMMs beside them (ParallelConfig)
     bool moe_a2a_overlap = false; ///< expert all-to-alls run under another micro-batch's compute (ParallelConfig)
+    double moe_capacity_factor = 0; ///< ParallelConfig::moe_capacity_factor (0 = dropless)
+    double moe_router_imbalance = 1; ///< ParallelConfig::moe_router_imbalance
     /** The most of an overlapped collective that hides under compute (its kernels share the SMs and HBM):
         CostParams::zero3_prefetch_overlap, the same fraction ZeRO-3 prefetching gets. */
     double overlap_hidden_fraction = 0.6;
@@ -93,6 +95,15 @@ struct LayerParams
  * from the cost source, Megatron's collectives, and the stash implied by the saved tensors and the
  * recomputation rules (a recomputed module keeps only its external inputs).
  */
+/**
+ * Routed token copies the busiest expert-parallel rank computes, over the mean per rank. Dropless: the larger of the
+ * router's own skew and the sampling spread of top-k routing, E[max of ep counts of mean mu] ~ mu + sqrt(2 mu ln ep)
+ * (the Gaussian bound on the largest of ep nearly independent binomial counts), so 1 + sqrt(2 ln(ep) / mu). A capacity
+ * factor caps it: no expert computes more than capacity x its even share, the rest is dropped.
+ * `routedPerRank` is mu, the mean routed token copies per rank per micro-batch.
+ */
+double expertLoadFactor(double capacityFactor, double routerImbalance, int ep, double routedPerRank);
+
 LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& producer, const Layer& layer,
                            const LayerLayout& layout, const CostSource& source);
 

@@ -63,6 +63,13 @@ struct ParallelConfig
         layer, so each one's dispatch and combine run under the other's compute). Needs ep > 1 and two or more
         micro-batches. */
     bool moe_a2a_overlap = false;
+    /** The experts' capacity factor (Megatron's --moe-expert-capacity-factor): an expert computes at most this many
+        times its even share of the routed tokens and drops the rest. 0 = dropless: every routed token is computed,
+        and the busiest expert-parallel rank sets the pace. */
+    double moe_capacity_factor = 0;
+    /** Router load imbalance: routed tokens on the busiest expert-parallel rank over the mean (1 = even). A trained
+        router's own skew; the statistical spread of top-k routing over a micro-batch is added by the cost model. */
+    double moe_router_imbalance = 1;
     /** Linear layers run their GEMMs in FP8 with dynamic scaling (torchtitan's float8 converter, Transformer
         Engine's --fp8-format hybrid); attention, norms and the rest stay in the model's dtype. */
     bool fp8_linears = false;

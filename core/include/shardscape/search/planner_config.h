@@ -74,6 +74,10 @@ struct PlannerConfig
     bool tp_comm_overlap = false;
     bool overlap_param_gather = false;
     bool moe_a2a_overlap = false; ///< applied where ep > 1 and there are two or more micro-batches
+    /** The experts' capacity factor (0 = dropless) and the router's load imbalance, as the job runs them
+        (ParallelConfig::moe_capacity_factor, moe_router_imbalance); applied to every candidate. */
+    double moe_capacity_factor = 0;
+    double moe_router_imbalance = 1;
     bool fp8_linears = false;
     Float8Recipe fp8_recipe = Float8Recipe::Tensorwise; ///< "fp8_recipe": tensorwise | rowwise
     bool eager_kernels = false;
