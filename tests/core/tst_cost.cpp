@@ -71,6 +71,24 @@ const Layer& firstBlock(const CostModel& model)
     return firstBlock(model.layers());
 }
 
+/** Qwen3-30B-A3B at seq 4096 on 4 H100 nodes, and the index of its first (MoE) block. */
+struct Qwen3MoeBlock
+{
+    std::unique_ptr<CostModel> model;
+    std::size_t layer = 0;
+};
+
+Qwen3MoeBlock qwen3MoeBlock()
+{
+    BuildOptions options;
+    options.seq_len = 4096;
+    Qwen3MoeBlock b;
+    b.model = std::make_unique<CostModel>(std::make_shared<const ModelGraph>(loadModel("qwen3-30b-a3b", options)),
+                                          h100Node(4));
+    b.layer = static_cast<std::size_t>(&firstBlock(*b.model) - b.model->layers().data());
+    return b;
+}
+
 /** A preset's first block at one sequence length, costed from the H100 datasheet under any layout. */
 struct PresetBlock
 {
@@ -604,13 +622,9 @@ private Q_SLOTS:
         // Megatron's --overlap-moe-expert-parallel-comm: a layer's four all-to-alls (dispatch and combine, forward
         // and backward) run under another micro-batch's compute of the same layer; at most the SM-sharing
         // fraction (CostParams::zero3_prefetch_overlap) of them hides.
-        BuildOptions options;
-        options.seq_len = 4096;
-        const auto graph = std::make_shared<const ModelGraph>(loadModel("qwen3-30b-a3b", options));
-        CostModel model(graph, h100Node(4));
-        std::size_t moeLayer = 0;
-        while (model.layers()[moeLayer].kind != LayerKind::Block)
-            ++moeLayer;
+        const Qwen3MoeBlock block = qwen3MoeBlock();
+        const CostModel& model = *block.model;
+        const std::size_t moeLayer = block.layer;
         ParallelConfig config;
         config.dp = 32;
         config.ep = 32;
@@ -656,13 +670,9 @@ private Q_SLOTS:
         QCOMPARE(expertLoadFactor(0.5, 1, 1, 4096), 0.5); // capacity below the even share drops tokens anyway
 
         // Qwen3-30B-A3B, ep 32, seq 4096, micro-batch 1: 8 x 4096 routed copies per rank on average.
-        BuildOptions options;
-        options.seq_len = 4096;
-        const auto graph = std::make_shared<const ModelGraph>(loadModel("qwen3-30b-a3b", options));
-        CostModel model(graph, h100Node(4));
-        std::size_t moeLayer = 0;
-        while (model.layers()[moeLayer].kind != LayerKind::Block)
-            ++moeLayer;
+        const Qwen3MoeBlock block = qwen3MoeBlock();
+        const CostModel& model = *block.model;
+        const std::size_t moeLayer = block.layer;
         ParallelConfig config;
         config.dp = 32;
         config.ep = 32;
