@@ -27,6 +27,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QMessageBox>
@@ -646,6 +647,17 @@ void TestUiApp::whatIfShowsDelta()
     QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
     QCOMPARE(int(window.whatIfPanel()->result()->config.framework), int(Framework::MegatronCore));
     QCOMPARE(int(window.whatIfPanel()->editedConfig().framework), int(Framework::MegatronCore));
+
+    // The experts' capacity factor and router imbalance are edited like the rest (dropless and even by default).
+    auto* capacity = window.whatIfPanel()->findChild<QDoubleSpinBox*>(QStringLiteral("moeCapacity"));
+    auto* imbalance = window.whatIfPanel()->findChild<QDoubleSpinBox*>(QStringLiteral("moeImbalance"));
+    QVERIFY(capacity && imbalance);
+    QCOMPARE(capacity->text(), QStringLiteral("dropless"));
+    imbalance->setValue(1.5);
+    capacity->setValue(1.25);
+    QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
+    QCOMPARE(window.whatIfPanel()->editedConfig().moe_router_imbalance, 1.5);
+    QCOMPARE(window.whatIfPanel()->result()->config.moe_capacity_factor, 1.25);
 }
 
 void TestUiApp::exportPlanReloads()

@@ -5,6 +5,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
@@ -101,6 +102,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     , m_tpOverlap(new QCheckBox(tr("TP comm. overlap"), this))
     , m_paramGatherOverlap(new QCheckBox(tr("Param-gather overlap"), this))
     , m_a2aOverlap(new QCheckBox(tr("Expert all-to-all overlap"), this))
+    , m_capacity(new QDoubleSpinBox(this))
+    , m_imbalance(new QDoubleSpinBox(this))
     , m_fp8(new QCheckBox(tr("FP8 linears"), this))
     , m_eager(new QCheckBox(tr("Eager (no compile)"), this))
     , m_framework(new QComboBox(this))
@@ -124,6 +127,19 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     m_a2aOverlap->setToolTip(tr("Overlap each micro-batch's expert all-to-alls with another micro-batch's compute "
                                 "(Megatron-Core --overlap-moe-expert-parallel-comm); needs EP > 1, two or more "
                                 "micro-batches and PP 1 or the interleaved schedule"));
+    m_capacity->setObjectName(QStringLiteral("moeCapacity"));
+    m_capacity->setRange(0, 16);
+    m_capacity->setSingleStep(0.05);
+    m_capacity->setSpecialValueText(tr("dropless"));
+    m_capacity->setToolTip(tr("Experts' capacity factor: each expert computes at most this times its even share of "
+                              "the routed tokens and drops the rest (Megatron --moe-expert-capacity-factor); "
+                              "dropless computes every routed token"));
+    m_imbalance->setObjectName(QStringLiteral("moeImbalance"));
+    m_imbalance->setRange(1, 16);
+    m_imbalance->setSingleStep(0.05);
+    m_imbalance->setToolTip(tr("Router load imbalance: routed tokens on the busiest expert-parallel rank over the "
+                               "mean (1 = even; the sampling spread of top-k routing is added). The busiest rank "
+                               "sets the pace of the experts and their all-to-alls"));
     m_fp8->setToolTip(tr("Run the linear layers' GEMMs in FP8 with dynamic scaling (torchtitan float8, Transformer "
                          "Engine); attention stays in the model's precision"));
     m_eager->setToolTip(tr("Eager PyTorch without torch.compile: RMSNorm, rotary embedding and SwiGLU run as "
@@ -169,6 +185,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     grid->addWidget(stagesLabel, 7, 0, 1, 2);
     grid->addWidget(m_stageLayers, 7, 2, 1, 2);
     grid->addWidget(m_a2aOverlap, 8, 0, 1, 4);
+    addPair(9, 0, tr("Capacity:"), m_capacity);
+    addPair(9, 1, tr("Imbal.:"), m_imbalance);
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
 
@@ -225,6 +243,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         connect(box, &QComboBox::currentIndexChanged, this, &WhatIfPanel::scheduleEdit);
     for (QCheckBox* box : {m_tpOverlap, m_paramGatherOverlap, m_a2aOverlap, m_fp8, m_eager})
         connect(box, &QCheckBox::toggled, this, &WhatIfPanel::scheduleEdit);
+    for (QDoubleSpinBox* box : {m_capacity, m_imbalance})
+        connect(box, &QDoubleSpinBox::valueChanged, this, &WhatIfPanel::scheduleEdit);
     connect(m_stageLayers, &QLineEdit::textEdited, this, &WhatIfPanel::scheduleEdit);
     connect(m_reset, &QPushButton::clicked, this, [this] {
         if (!m_baseline)
@@ -285,6 +305,8 @@ void WhatIfPanel::loadEditors(const ParallelConfig& c)
     m_tpOverlap->setChecked(c.tp_comm_overlap);
     m_paramGatherOverlap->setChecked(c.overlap_param_gather);
     m_a2aOverlap->setChecked(c.moe_a2a_overlap);
+    m_capacity->setValue(c.moe_capacity_factor);
+    m_imbalance->setValue(c.moe_router_imbalance);
     m_fp8->setChecked(c.fp8_linears);
     m_eager->setChecked(c.eager_kernels);
     m_framework->setCurrentIndex(m_framework->findData(static_cast<int>(c.framework)));
@@ -310,6 +332,8 @@ ParallelConfig WhatIfPanel::editedConfig() const
     c.tp_comm_overlap = m_tpOverlap->isChecked() && c.sequence_parallel;
     c.overlap_param_gather = m_paramGatherOverlap->isChecked();
     c.moe_a2a_overlap = m_a2aOverlap->isChecked();
+    c.moe_capacity_factor = m_capacity->value();
+    c.moe_router_imbalance = m_imbalance->value();
     c.fp8_linears = m_fp8->isChecked();
     c.eager_kernels = m_eager->isChecked();
     c.framework = static_cast<Framework>(m_framework->currentData().toInt());

@@ -9,6 +9,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -80,6 +81,8 @@ private:
     QCheckBox* m_tpOverlap;
     QCheckBox* m_paramGatherOverlap;
     QCheckBox* m_a2aOverlap;
+    QDoubleSpinBox* m_capacity;
+    QDoubleSpinBox* m_imbalance;
     QCheckBox* m_fp8;
     QCheckBox* m_eager;
     QComboBox* m_framework;
