@@ -57,6 +57,7 @@ struct SimulateOptions
     bool tp_comm_overlap = false;
     bool overlap_param_gather = false;
     bool moe_a2a_overlap = false;
+    bool moe_shared_expert_overlap = false;
     double moe_capacity_factor = 0;
     double moe_router_imbalance = 1;
     bool fp8_linears = false;
@@ -408,6 +409,7 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     o.tp_comm_overlap = c.tp_comm_overlap;
     o.overlap_param_gather = c.overlap_param_gather;
     o.moe_a2a_overlap = c.moe_a2a_overlap;
+    o.moe_shared_expert_overlap = c.moe_shared_expert_overlap;
     o.moe_capacity_factor = c.moe_capacity_factor;
     o.moe_router_imbalance = c.moe_router_imbalance;
     o.fp8_linears = c.fp8_linears;
@@ -501,6 +503,7 @@ int runSimulate(const SimulateOptions& given)
     config.tp_comm_overlap = o.tp_comm_overlap;
     config.overlap_param_gather = o.overlap_param_gather;
     config.moe_a2a_overlap = o.moe_a2a_overlap;
+    config.moe_shared_expert_overlap = o.moe_shared_expert_overlap;
     config.moe_capacity_factor = o.moe_capacity_factor;
     config.moe_router_imbalance = o.moe_router_imbalance;
     config.fp8_linears = o.fp8_linears;
@@ -637,6 +640,9 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     configuration.push_back(cmd->add_flag("--moe-a2a-overlap", o->moe_a2a_overlap,
                                           "overlap the expert-parallel all-to-alls with another micro-batch's "
                                           "compute (Megatron --overlap-moe-expert-parallel-comm; needs --ep 2+)"));
+    configuration.push_back(cmd->add_flag("--moe-shared-expert-overlap", o->moe_shared_expert_overlap,
+                                          "run the shared expert under the expert all-to-alls (Megatron "
+                                          "--moe-shared-expert-overlap; needs --ep 2+ and a shared expert)"));
     configuration.push_back(cmd->add_option("--moe-capacity-factor", o->moe_capacity_factor,
                                             "experts compute at most this times their even share of the routed "
                                             "tokens and drop the rest (Megatron --moe-expert-capacity-factor); 0 = "

@@ -707,6 +707,54 @@ private Q_SLOTS:
         QVERIFY(model.evaluate(config, workload).reason.find("router imbalance") != std::string::npos);
     }
 
+    void sharedExpertRunsUnderTheAllToAlls()
+    {
+        // Megatron's --moe-shared-expert-overlap: DeepSeek-V3's shared expert runs on a side stream while the
+        // routed tokens are dispatched and combined. GEMMs far longer than the all-to-alls hide them whole; instant
+        // ones hide nearly nothing.
+        BuildOptions options;
+        options.seq_len = 4096;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("deepseek-v3", options));
+        const Cluster cluster = h100Node(8);
+        const auto datasheet = makeDatasheetCostSource(cluster, {});
+        ParallelConfig config;
+        config.dp = 64;
+        config.ep = 64;
+        config.framework = Framework::MegatronCore;
+        ParallelConfig overlapped = config;
+        overlapped.moe_shared_expert_overlap = true;
+        for (const double scale : {1e3, 1e-9}) {
+            CostModel model(graph, cluster, {}, std::make_shared<ScaledGemmSource>(datasheet, scale));
+            std::size_t moeLayer = 0;
+            while (model.layerCost(moeLayer, config).other_comm <= 0)
+                ++moeLayer;
+            const LayerCost plain = model.layerCost(moeLayer, config);
+            const LayerCost hidden = model.layerCost(moeLayer, overlapped);
+            if (scale > 1) {
+                QCOMPARE(hidden.other_comm, 0.0);
+            } else {
+                QVERIFY(hidden.other_comm < plain.other_comm);
+                QVERIFY(hidden.other_comm > 0.9 * plain.other_comm);
+            }
+        }
+        // Refused without a shared expert, together with the other all-to-all overlap, and for torchtitan.
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        const Qwen3MoeBlock qwen = qwen3MoeBlock();
+        ParallelConfig noShared = overlapped;
+        noShared.dp = 32;
+        noShared.ep = 32;
+        QVERIFY(qwen.model->evaluate(noShared, workload).reason.find("no shared expert") != std::string::npos);
+        CostModel model(graph, cluster);
+        overlapped.moe_a2a_overlap = true;
+        overlapped.num_microbatches = 2;
+        QVERIFY(model.evaluate(overlapped, workload).reason.find("not both") != std::string::npos);
+        overlapped.moe_a2a_overlap = false;
+        overlapped.framework = Framework::Torchtitan;
+        overlapped.zero_stage = 3;
+        QVERIFY(model.evaluate(overlapped, workload).reason.find("--moe-shared-expert-overlap") != std::string::npos);
+    }
+
     void expertGroupedGemmPadsAndReadsWeights()
     {
         // Qwen3-30B-A3B: 128 experts of [2048 x 768], top-8. One device, no EP.

@@ -626,14 +626,22 @@ private Q_SLOTS:
         config.zero_stage = 1;
         config.recompute = RecomputeKind::Full;
         config.framework = Framework::MegatronCore;
+        config.moe_shared_expert_overlap = true;
         const auto c = makeCase("deepseek-v3", 256, config);
         const ExportResult result = exportPlan(ExportTarget::Megatron, c->plan, *c->graph, c->plan.cluster, nullptr);
         for (const char* flag :
-             {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
+             {"--moe-shared-expert-overlap", "--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
               "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--num-experts 256", "--moe-router-topk 8",
               "--moe-ffn-hidden-size 2048", "--ffn-hidden-size 18432", "--moe-shared-expert-intermediate-size 2048",
               "--moe-layer-freq '[0,0,0,1,1", "--moe-grouped-gemm", "--disable-bias-linear"})
             QVERIFY2(result.text.find(flag) != std::string::npos, flag);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        ImportOptions options;
+        options.num_layers = static_cast<int>(c->graph->transformer->num_layers);
+        const ImportedConfig imported
+            = importJobConfig(writeExport(dir, "job", ExportTarget::Megatron, result.text), options);
+        QVERIFY(imported.config.moe_shared_expert_overlap);
     }
 
     void exportsNameTheFrameworkProfile_data()

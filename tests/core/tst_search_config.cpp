@@ -51,7 +51,7 @@ bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
         && a.ignore_small_tensor_threshold == b.ignore_small_tensor_threshold && a.method == b.method
         && a.max_cp == b.max_cp && a.layer_num == b.layer_num && a.tp_comm_overlap == b.tp_comm_overlap
         && a.overlap_param_gather == b.overlap_param_gather && a.moe_a2a_overlap == b.moe_a2a_overlap
-        && a.moe_capacity_factor == b.moe_capacity_factor && a.moe_router_imbalance == b.moe_router_imbalance
+        && a.moe_shared_expert_overlap == b.moe_shared_expert_overlap && a.moe_capacity_factor == b.moe_capacity_factor && a.moe_router_imbalance == b.moe_router_imbalance
         && a.fp8_linears == b.fp8_linears && a.fp8_recipe == b.fp8_recipe && a.eager_kernels == b.eager_kernels
         && a.framework == b.framework && a.min_memory_headroom == b.min_memory_headroom;
 }
@@ -146,7 +146,7 @@ private Q_SLOTS:
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
         // 32 AutoDist keys + method, max_cp, layer_num, the five framework features, use_profile, framework and
         // min_memory_headroom
-        QCOMPARE(allKeys.size(), std::size_t {46});
+        QCOMPARE(allKeys.size(), std::size_t {47});
     }
 
     void roundTrip()

@@ -359,6 +359,14 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     if (c.moe_a2a_overlap && c.pp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
         return "overlapping the expert all-to-alls runs in Megatron's combined 1F1B, which needs pp = 1 or the "
                "interleaved schedule: use vpp >= 2, or turn the overlap off";
+    if (c.moe_shared_expert_overlap && c.ep < 2)
+        return "overlapping the shared expert with the expert all-to-alls needs ep > 1: raise ep, or turn the overlap "
+               "off";
+    if (c.moe_shared_expert_overlap && (!m_graph->transformer || m_graph->transformer->shared_expert_ffn <= 0))
+        return "the model has no shared expert to overlap with the expert all-to-alls: turn the overlap off";
+    if (c.moe_shared_expert_overlap && c.moe_a2a_overlap)
+        return "Megatron runs the shared-expert overlap or the all-to-all overlap with another micro-batch, not both "
+               "(transformer_config.py asserts it): turn one off";
     if (!(c.moe_capacity_factor >= 0) || c.moe_capacity_factor > 1e3)
         return cat("the expert capacity factor must be 0 (dropless) or a positive number, got ", c.moe_capacity_factor);
     if (!(c.moe_router_imbalance >= 1) || c.moe_router_imbalance > 1e3)
@@ -421,6 +429,7 @@ LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework,
     layout.sequence_parallel = c.sequence_parallel;
     layout.tp_comm_overlap = c.tp_comm_overlap;
     layout.moe_a2a_overlap = c.moe_a2a_overlap;
+    layout.moe_shared_expert_overlap = c.moe_shared_expert_overlap;
     layout.moe_capacity_factor = c.moe_capacity_factor;
     layout.moe_router_imbalance = c.moe_router_imbalance;
     layout.fp8_linears = c.fp8_linears;
@@ -488,10 +497,10 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
     }
     std::string key
         = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.expertTp(), ',', c.sequence_parallel,
-              c.tp_comm_overlap, c.fp8_linears, static_cast<int>(c.fp8_recipe), c.eager_kernels, c.moe_a2a_overlap, ',',
-              c.moe_capacity_factor, ',', c.moe_router_imbalance, ',', c.micro_batch, ',',
-              static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',', layout.tp_group.per_node, ',',
-              layout.cp_group.per_node, ',', layout.ep_group.per_node, ',', layout.loss_saved_bytes_per_logit, ',',
+              c.tp_comm_overlap, c.fp8_linears, static_cast<int>(c.fp8_recipe), c.eager_kernels, c.moe_a2a_overlap,
+              c.moe_shared_expert_overlap, ',', c.moe_capacity_factor, ',', c.moe_router_imbalance, ',', c.micro_batch,
+              ',', static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',', layout.tp_group.per_node,
+              ',', layout.cp_group.per_node, ',', layout.ep_group.per_node, ',', layout.loss_saved_bytes_per_logit, ',',
               layout.loss_working_bytes_per_logit, ',', layout.selective_checkpoint_policy, ',',
               // Every layout term a framework sets (CP exchange, TP-overlap chunking, loss bytes) follows from it.
               static_cast<int>(c.framework), '|', pattern);

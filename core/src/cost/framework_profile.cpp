@@ -81,6 +81,7 @@ FrameworkProfile generic()
     p.framework = Framework::Generic;
     p.version = "none (CostParams coefficients)";
     p.moe_a2a_overlap = true; // generic runs whatever a plan asks for
+    p.moe_shared_expert_overlap = true;
     return p;
 }
 
@@ -140,6 +141,8 @@ FrameworkProfile megatronCore()
     // --overlap-moe-expert-parallel-comm (megatron/core/pipeline_parallel/ combined 1F1B with
     // --delay-wgrad-compute): a forward and a backward micro-batch interleaved layer by layer.
     p.moe_a2a_overlap = true;
+    // --moe-shared-expert-overlap (megatron/core/transformer/moe/shared_experts.py SharedExpertMLP.stream).
+    p.moe_shared_expert_overlap = true;
     p.cp_comm = CpComm::P2PRing;
     p.cp_merge_bytes_per_element = 10;
     p.cp_dkv_bytes_per_element = 2;
@@ -358,6 +361,10 @@ std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig
         return cat(name,
                    " does not overlap expert all-to-alls with compute: turn the overlap off, or plan for "
                    "megatron-core (--overlap-moe-expert-parallel-comm)");
+    if (c.moe_shared_expert_overlap && !p.moe_shared_expert_overlap)
+        return cat(name,
+                   " runs the shared expert beside the routed experts, not under their all-to-alls: turn the "
+                   "overlap off, or plan for megatron-core (--moe-shared-expert-overlap)");
     if (c.moe_capacity_factor > 0 && !p.moe_token_dropping)
         return cat(name,
                    "'s experts are dropless: set the capacity factor to 0, or plan for megatron-core "

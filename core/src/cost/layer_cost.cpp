@@ -423,6 +423,8 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     std::unordered_map<TensorId, AsyncBackward> asyncBackward;
     double tpFwd = 0, tpBwd = 0, otherFwd = 0, otherBwd = 0;
     double a2aOverlapped = 0; ///< expert all-to-alls that run under another micro-batch's compute
+    double a2aBesideShared = 0; ///< expert all-to-alls that run beside the shared expert (one direction's share)
+    double sharedFwd = 0, sharedBwd = 0; ///< the shared expert's own compute
     double tpRecompute = 0; ///< forward TP collectives of recomputed ops, repeated inside backward
     double attentionFwd = 0, attentionBwd = 0;
     bool attentionRecomputed = false; ///< the fused attention is part of a recomputed module
@@ -519,6 +521,10 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         if (op.kind == OpKind::AttentionScore || op.kind == OpKind::AttentionContext)
             attentionFwd += fwd;
 
+        if (op.module.find("shared_expert") != std::string::npos) {
+            sharedFwd += fwd;
+            sharedBwd += bwdIn + bwdW;
+        }
         cost.forward += fwd;
         cost.backward_input += bwdIn;
         cost.backward_weight += bwdW;
@@ -643,7 +649,9 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             const double routed
                 = bytesOf.full(op.inputs.front()) * op.top_k / (layout.sequence_parallel ? tp : 1) * expertLoad;
             const double a2a = source.collectiveTime(Collective::AllToAll, routed, layout.ep_group);
-            if (layout.moe_a2a_overlap) {
+            if (layout.moe_shared_expert_overlap) {
+                a2aBesideShared += 2 * a2a;
+            } else if (layout.moe_a2a_overlap) {
                 a2aOverlapped += 4 * a2a;
             } else {
                 otherFwd += 2 * a2a;
@@ -748,6 +756,13 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         const double exposed = std::max(a2aOverlapped * (1 - layout.overlap_hidden_fraction), a2aOverlapped - compute);
         otherFwd += exposed / 2;
         otherBwd += exposed / 2;
+    }
+    if (a2aBesideShared > 0) {
+        // Megatron's --moe-shared-expert-overlap (megatron/core/transformer/moe/shared_experts.py): the shared
+        // expert runs on its own stream between dispatch and combine, and autograd runs its backward on that stream
+        // too, so each direction's two all-to-alls hide under that direction's shared-expert compute.
+        otherFwd += std::max(0.0, a2aBesideShared - sharedFwd);
+        otherBwd += std::max(0.0, a2aBesideShared - sharedBwd);
     }
     cost.tp_comm = tpFwd + tpBwd;
     cost.other_comm = otherFwd + otherBwd;

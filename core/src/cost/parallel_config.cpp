@@ -61,6 +61,8 @@ std::string ParallelConfig::describe() const
         text += " param-gather-overlap";
     if (moe_a2a_overlap)
         text += " a2a-overlap";
+    if (moe_shared_expert_overlap)
+        text += " shared-expert-overlap";
     if (moe_capacity_factor > 0)
         text += cat(" capacity", fixed(moe_capacity_factor, 2));
     if (moe_router_imbalance > 1)

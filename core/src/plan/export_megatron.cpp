@@ -219,6 +219,8 @@ bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
         // valid with the default aux_loss load balancing): tokens over capacity are dropped, lowest probability first.
         if (c.moe_capacity_factor > 0)
             add(args, "--moe-expert-capacity-factor", fixed(c.moe_capacity_factor, 2));
+        if (c.moe_shared_expert_overlap)
+            add(args, "--moe-shared-expert-overlap");
         if (t.shared_expert_ffn > 0)
             add(args, "--moe-shared-expert-intermediate-size", cat(t.shared_expert_ffn));
         if (t.first_dense_layers > 0 || t.moe_layer_step > 1) {

@@ -936,6 +936,11 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
     if (args.has("--overlap-moe-expert-parallel-comm") && !c.moe_a2a_overlap)
         out.warnings.push_back("--overlap-moe-expert-parallel-comm needs ep > 1, two or more micro-batches and pp = 1 "
                                "or the interleaved schedule; simulated off");
+    c.moe_shared_expert_overlap = args.has("--moe-shared-expert-overlap") && c.ep > 1
+        && args.has("--moe-shared-expert-intermediate-size") && !c.moe_a2a_overlap;
+    if (args.has("--moe-shared-expert-overlap") && !c.moe_shared_expert_overlap)
+        out.warnings.push_back("--moe-shared-expert-overlap needs ep > 1, a shared expert and no "
+                               "--overlap-moe-expert-parallel-comm; simulated off");
     if (const auto capacity = args.number("--moe-expert-capacity-factor")) {
         // Megatron reads a negative factor as none (dropless).
         if (*capacity > 1e3 || !std::isfinite(*capacity))

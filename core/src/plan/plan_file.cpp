@@ -177,6 +177,7 @@ json configJson(const ParallelConfig& c)
                  {"tp_comm_overlap", c.tp_comm_overlap},
                  {"overlap_param_gather", c.overlap_param_gather},
                  {"moe_a2a_overlap", c.moe_a2a_overlap},
+                 {"moe_shared_expert_overlap", c.moe_shared_expert_overlap},
                  {"moe_capacity_factor", c.moe_capacity_factor},
                  {"moe_router_imbalance", c.moe_router_imbalance},
                  {"fp8_linears", c.fp8_linears},
@@ -272,6 +273,7 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     c.tp_comm_overlap = f.boolean("tp_comm_overlap", false);
     c.overlap_param_gather = f.boolean("overlap_param_gather", false);
     c.moe_a2a_overlap = f.boolean("moe_a2a_overlap", false);
+    c.moe_shared_expert_overlap = f.boolean("moe_shared_expert_overlap", false);
     // Absent in plans older than the capacity factor: dropless, an even router.
     c.moe_capacity_factor = f.optNumber("moe_capacity_factor", 0, 1e3).value_or(0);
     c.moe_router_imbalance = f.optNumber("moe_router_imbalance", 1, 1e3).value_or(1);
@@ -340,6 +342,10 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
         f.fail("moe_a2a_overlap", "overlapping the expert all-to-alls needs ep > 1 and two or more micro-batches");
     if (c.moe_a2a_overlap && c.pp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
         f.fail("moe_a2a_overlap", "overlapping the expert all-to-alls needs pp = 1 or the interleaved schedule");
+    if (c.moe_shared_expert_overlap && c.ep < 2)
+        f.fail("moe_shared_expert_overlap", "overlapping the shared expert with the all-to-alls needs ep > 1");
+    if (c.moe_shared_expert_overlap && c.moe_a2a_overlap)
+        f.fail("moe_shared_expert_overlap", "the shared-expert overlap and moe_a2a_overlap exclude each other");
     if (c.recompute == RecomputeKind::Modules && c.recompute_modules.empty())
         f.fail("recompute_modules", "recompute by modules needs at least one module name");
     if (std::int64_t {c.pp} * c.vpp > numLayers)

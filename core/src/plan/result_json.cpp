@@ -81,6 +81,7 @@ nlohmann::json candidateJson(const Evaluation& e, const CostModel& model)
               {"tp_comm_overlap", c.tp_comm_overlap},
               {"overlap_param_gather", c.overlap_param_gather},
               {"moe_a2a_overlap", c.moe_a2a_overlap},
+              {"moe_shared_expert_overlap", c.moe_shared_expert_overlap},
               {"moe_capacity_factor", c.moe_capacity_factor},
               {"moe_router_imbalance", c.moe_router_imbalance},
               {"fp8_linears", c.fp8_linears},

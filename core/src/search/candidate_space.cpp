@@ -194,6 +194,7 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
     const FrameworkProfile& profile = frameworkProfile(config.framework);
     const int blocks = blockCount(model);
     const int layers = static_cast<int>(model.layers().size());
+    const bool sharedExpert = model.graph().transformer && model.graph().transformer->shared_expert_ffn > 0;
     for (const int tp : space.tp) {
         for (const int cp : space.cp) {
             for (const int pp : space.pp) {
@@ -261,6 +262,8 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     c.overlap_param_gather = config.overlap_param_gather && (zero == 1 || zero == 2);
                                     c.moe_a2a_overlap = config.moe_a2a_overlap && c.ep > 1 && m >= 2
                                         && (pp == 1 || schedule == ScheduleKind::Interleaved1F1B);
+                                    c.moe_shared_expert_overlap = config.moe_shared_expert_overlap && sharedExpert
+                                        && c.ep > 1 && !c.moe_a2a_overlap;
                                     c.moe_capacity_factor = config.moe_capacity_factor;
                                     c.moe_router_imbalance = config.moe_router_imbalance;
                                     c.fp8_linears = config.fp8_linears;

@@ -211,6 +211,9 @@ void validateFramework(const PlannerConfig& c, std::string_view origin)
     if (c.moe_a2a_overlap && !p.moe_a2a_overlap)
         fail(origin, "moe_a2a_overlap", cat(name, " does not overlap expert all-to-alls with compute"),
              cat("set it to false, ", kOtherFramework));
+    if (c.moe_shared_expert_overlap && !p.moe_shared_expert_overlap)
+        fail(origin, "moe_shared_expert_overlap", cat(name, " does not run the shared expert under the all-to-alls"),
+             cat("set it to false, ", kOtherFramework));
     if (c.moe_capacity_factor > 0 && !p.moe_token_dropping)
         fail(origin, "moe_capacity_factor", cat(name, "'s experts are dropless (no capacity factor)"),
              cat("set it to 0, ", kOtherFramework));
@@ -395,6 +398,7 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
     c.tp_comm_overlap = f.boolean("tp_comm_overlap", c.tp_comm_overlap);
     c.overlap_param_gather = f.boolean("overlap_param_gather", c.overlap_param_gather);
     c.moe_a2a_overlap = f.boolean("moe_a2a_overlap", c.moe_a2a_overlap);
+    c.moe_shared_expert_overlap = f.boolean("moe_shared_expert_overlap", c.moe_shared_expert_overlap);
     c.moe_capacity_factor = f.optNumber("moe_capacity_factor", 0, 1e3).value_or(c.moe_capacity_factor);
     c.moe_router_imbalance = f.optNumber("moe_router_imbalance", 1, 1e3).value_or(c.moe_router_imbalance);
     c.fp8_linears = f.boolean("fp8_linears", c.fp8_linears);
@@ -473,6 +477,7 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"tp_comm_overlap", c.tp_comm_overlap},
                  {"overlap_param_gather", c.overlap_param_gather},
                  {"moe_a2a_overlap", c.moe_a2a_overlap},
+                 {"moe_shared_expert_overlap", c.moe_shared_expert_overlap},
                  {"moe_capacity_factor", c.moe_capacity_factor},
                  {"moe_router_imbalance", c.moe_router_imbalance},
                  {"fp8_linears", c.fp8_linears},

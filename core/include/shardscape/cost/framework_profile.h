@@ -173,6 +173,8 @@ struct FrameworkProfile
     bool expert_parallel = true;
     /** Expert all-to-alls overlapped with another micro-batch's compute (ParallelConfig::moe_a2a_overlap). */
     bool moe_a2a_overlap = false;
+    /** The shared expert on a side stream under the dispatch/combine all-to-alls (ParallelConfig). */
+    bool moe_shared_expert_overlap = false;
     /** Capacity-limited experts that drop tokens (Megatron's --moe-expert-capacity-factor); false = dropless only. */
     bool moe_token_dropping = true;
     bool tensor_parallel = true;

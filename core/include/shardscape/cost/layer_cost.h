@@ -23,6 +23,7 @@ struct LayerLayout
     bool sequence_parallel = false;
     bool tp_comm_overlap = false; ///< SP collectives overlap the GEMMs beside them (ParallelConfig)
     bool moe_a2a_overlap = false; ///< expert all-to-alls run under another micro-batch's compute (ParallelConfig)
+    bool moe_shared_expert_overlap = false; ///< the shared expert runs under the all-to-alls (ParallelConfig)
     double moe_capacity_factor = 0; ///< ParallelConfig::moe_capacity_factor (0 = dropless)
     double moe_router_imbalance = 1; ///< ParallelConfig::moe_router_imbalance
     /** The most of an overlapped collective that hides under compute (its kernels share the SMs and HBM):

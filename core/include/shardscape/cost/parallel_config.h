@@ -63,6 +63,10 @@ struct ParallelConfig
         layer, so each one's dispatch and combine run under the other's compute). Needs ep > 1 and two or more
         micro-batches. */
     bool moe_a2a_overlap = false;
+    /** Run the shared expert while the routed tokens' dispatch and combine all-to-alls are on the wire (Megatron-Core's
+        --moe-shared-expert-overlap; without it the shared expert runs before the router). Needs ep > 1 and a shared
+        expert; Megatron refuses it together with moe_a2a_overlap. */
+    bool moe_shared_expert_overlap = false;
     /** The experts' capacity factor (Megatron's --moe-expert-capacity-factor): an expert computes at most this many
         times its even share of the routed tokens and drops the rest. 0 = dropless: every routed token is computed,
         and the busiest expert-parallel rank sets the pace. */

@@ -74,6 +74,7 @@ struct PlannerConfig
     bool tp_comm_overlap = false;
     bool overlap_param_gather = false;
     bool moe_a2a_overlap = false; ///< applied where ep > 1 and there are two or more micro-batches
+    bool moe_shared_expert_overlap = false; ///< applied where ep > 1, the model has a shared expert, no a2a overlap
     /** The experts' capacity factor (0 = dropless) and the router's load imbalance, as the job runs them
         (ParallelConfig::moe_capacity_factor, moe_router_imbalance); applied to every candidate. */
     double moe_capacity_factor = 0;
