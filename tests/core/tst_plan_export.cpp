@@ -319,6 +319,17 @@ std::filesystem::path writeExport(const QTemporaryDir& dir, const std::string& n
     return path;
 }
 
+/** A Megatron export written to a temporary script and read back by the importer. */
+ImportedConfig reimportMegatron(const std::string& text, const ModelGraph& graph)
+{
+    QTemporaryDir dir;
+    if (!dir.isValid())
+        throw std::runtime_error("no temporary directory");
+    ImportOptions options;
+    options.num_layers = static_cast<int>(graph.transformer->num_layers);
+    return importJobConfig(writeExport(dir, "job", ExportTarget::Megatron, text), options);
+}
+
 std::filesystem::path writeText(const QTemporaryDir& dir, const std::string& fileName, const std::string& text)
 {
     const std::filesystem::path path = std::filesystem::path(dir.path().toStdString()) / fileName;
@@ -602,12 +613,7 @@ private Q_SLOTS:
         for (const char* flag : {"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute",
                                  "--expert-tensor-parallel-size 1", "--moe-expert-capacity-factor 1.25"})
             QVERIFY2(result.text.find(flag) != std::string::npos, flag);
-        QTemporaryDir dir;
-        QVERIFY(dir.isValid());
-        ImportOptions options;
-        options.num_layers = static_cast<int>(c->graph->transformer->num_layers);
-        const ImportedConfig imported
-            = importJobConfig(writeExport(dir, "job", ExportTarget::Megatron, result.text), options);
+        const ImportedConfig imported = reimportMegatron(result.text, *c->graph);
         QVERIFY(imported.config.moe_a2a_overlap);
         QCOMPARE(imported.config.moe_capacity_factor, 1.25);
         QCOMPARE(imported.config.ep, 8);
@@ -630,17 +636,13 @@ private Q_SLOTS:
         const auto c = makeCase("deepseek-v3", 256, config);
         const ExportResult result = exportPlan(ExportTarget::Megatron, c->plan, *c->graph, c->plan.cluster, nullptr);
         for (const char* flag :
-             {"--moe-shared-expert-overlap", "--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
-              "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--num-experts 256", "--moe-router-topk 8",
-              "--moe-ffn-hidden-size 2048", "--ffn-hidden-size 18432", "--moe-shared-expert-intermediate-size 2048",
-              "--moe-layer-freq '[0,0,0,1,1", "--moe-grouped-gemm", "--disable-bias-linear"})
+             {"--moe-shared-expert-overlap", "--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512",
+              "--qk-head-dim 128", "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--num-experts 256",
+              "--moe-router-topk 8", "--moe-ffn-hidden-size 2048", "--ffn-hidden-size 18432",
+              "--moe-shared-expert-intermediate-size 2048", "--moe-layer-freq '[0,0,0,1,1", "--moe-grouped-gemm",
+              "--disable-bias-linear"})
             QVERIFY2(result.text.find(flag) != std::string::npos, flag);
-        QTemporaryDir dir;
-        QVERIFY(dir.isValid());
-        ImportOptions options;
-        options.num_layers = static_cast<int>(c->graph->transformer->num_layers);
-        const ImportedConfig imported
-            = importJobConfig(writeExport(dir, "job", ExportTarget::Megatron, result.text), options);
+        const ImportedConfig imported = reimportMegatron(result.text, *c->graph);
         QVERIFY(imported.config.moe_shared_expert_overlap);
     }
 
