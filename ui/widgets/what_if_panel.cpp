@@ -75,6 +75,17 @@ QSpinBox* spin(QWidget* parent, int max, const QString& tip)
     return box;
 }
 
+/** A factor editor in steps of 0.05, findable by its object name. */
+QDoubleSpinBox* factorSpin(QWidget* parent, const QString& name, double min, const QString& tip)
+{
+    auto* box = new QDoubleSpinBox(parent);
+    box->setObjectName(name);
+    box->setRange(min, 16);
+    box->setSingleStep(0.05);
+    box->setToolTip(tip);
+    return box;
+}
+
 bool measured(const Evaluation& e)
 {
     return e.step_time > 0;
@@ -102,8 +113,14 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     , m_tpOverlap(new QCheckBox(tr("TP comm. overlap"), this))
     , m_paramGatherOverlap(new QCheckBox(tr("Param-gather overlap"), this))
     , m_a2aOverlap(new QCheckBox(tr("Expert all-to-all overlap"), this))
-    , m_capacity(new QDoubleSpinBox(this))
-    , m_imbalance(new QDoubleSpinBox(this))
+    , m_capacity(factorSpin(this, QStringLiteral("moeCapacity"), 0,
+                            tr("Experts' capacity factor: each expert computes at most this times its even share "
+                               "of the routed tokens and drops the rest (Megatron --moe-expert-capacity-factor); "
+                               "dropless computes every routed token")))
+    , m_imbalance(factorSpin(this, QStringLiteral("moeImbalance"), 1,
+                             tr("Router load imbalance: routed tokens on the busiest expert-parallel rank over the "
+                                "mean (1 = even; the sampling spread of top-k routing is added). The busiest rank "
+                                "sets the pace of the experts and their all-to-alls")))
     , m_fp8(new QCheckBox(tr("FP8 linears"), this))
     , m_eager(new QCheckBox(tr("Eager (no compile)"), this))
     , m_framework(new QComboBox(this))
@@ -127,19 +144,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     m_a2aOverlap->setToolTip(tr("Overlap each micro-batch's expert all-to-alls with another micro-batch's compute "
                                 "(Megatron-Core --overlap-moe-expert-parallel-comm); needs EP > 1, two or more "
                                 "micro-batches and PP 1 or the interleaved schedule"));
-    m_capacity->setObjectName(QStringLiteral("moeCapacity"));
-    m_capacity->setRange(0, 16);
-    m_capacity->setSingleStep(0.05);
     m_capacity->setSpecialValueText(tr("dropless"));
-    m_capacity->setToolTip(tr("Experts' capacity factor: each expert computes at most this times its even share of "
-                              "the routed tokens and drops the rest (Megatron --moe-expert-capacity-factor); "
-                              "dropless computes every routed token"));
-    m_imbalance->setObjectName(QStringLiteral("moeImbalance"));
-    m_imbalance->setRange(1, 16);
-    m_imbalance->setSingleStep(0.05);
-    m_imbalance->setToolTip(tr("Router load imbalance: routed tokens on the busiest expert-parallel rank over the "
-                               "mean (1 = even; the sampling spread of top-k routing is added). The busiest rank "
-                               "sets the pace of the experts and their all-to-alls"));
     m_fp8->setToolTip(tr("Run the linear layers' GEMMs in FP8 with dynamic scaling (torchtitan float8, Transformer "
                          "Engine); attention stays in the model's precision"));
     m_eager->setToolTip(tr("Eager PyTorch without torch.compile: RMSNorm, rotary embedding and SwiGLU run as "
