@@ -106,7 +106,8 @@ ScheduleKind scheduleFromName(const std::string& name)
 {
     if (const auto kind = parseSchedule(name))
         return *kind;
-    throw InputError(cat("unknown schedule '", name, "'"), "choose gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipev");
+    throw InputError(cat("unknown schedule '", name, "'"),
+                     "choose gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipev or dualpipe");
 }
 
 RecomputeKind recomputeFromName(const std::string& name)
@@ -189,16 +190,19 @@ std::string wayOut(const Evaluation& e, const CostModel& model, const SimulateOp
         return "use --zero 1 or --zero 2, or drop --overlap-param-gather";
     if (c.moe_a2a_overlap && (c.ep < 2 || c.num_microbatches < 2))
         return "use --ep 2 or more and two or more micro-batches, or drop --moe-a2a-overlap";
-    if (c.moe_a2a_overlap && c.pp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
-        return "use --vpp 2 or more (the interleaved schedule) or --pp 1, or drop --moe-a2a-overlap";
+    if (c.moe_a2a_overlap && c.pp > 1 && !overlapsMicrobatchPairs(c.schedule))
+        return "use --vpp 2 or more (the interleaved schedule), --schedule dualpipev or dualpipe, or --pp 1, or drop "
+               "--moe-a2a-overlap";
     if ((c.dp * c.cp) % c.zero_ngroups)
         return cat("pick a --zero-ngroups that divides dp x cp = ", c.dp * c.cp);
-    if (c.pp * c.vpp > layers)
+    if (layerChunks(c.schedule, c.pp, c.vpp) > layers)
         return cat("use fewer pipeline chunks (pp x vpp at most ", layers, ")");
     if (isVShaped(c.schedule) && (c.pp < 2 || c.vpp != 2))
         return cat("the ", scheduleName(c.schedule), " schedule needs --pp 2 or more and --vpp 2");
     if (isVShaped(c.schedule) && c.num_microbatches < 2 * c.pp)
         return cat("raise the global batch to at least ", 2 * c.pp * perStep, " (2 x pp micro-batches), or lower --pp");
+    if (isBidirectional(c.schedule) && (c.pp % 2 || c.num_microbatches % 2))
+        return "use an even --pp and a global batch giving an even number of micro-batches, or --schedule dualpipev";
     if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B && !isVShaped(c.schedule))
         return "add --schedule interleaved, or leave --vpp out";
     if (c.schedule == ScheduleKind::Interleaved1F1B) {
@@ -214,7 +218,8 @@ std::string wayOut(const Evaluation& e, const CostModel& model, const SimulateOp
     if (c.framework != Framework::Generic && !frameworkRestriction(frameworkProfile(c.framework), c).empty())
         return cat("--framework generic lifts ", frameworkName(c.framework), "'s limits");
     if (!c.stage_layers.empty())
-        return cat("give pp x vpp = ", c.pp * c.vpp, " counts of at least 1 that sum to the model's ", layers,
+        return cat("give ", isBidirectional(c.schedule) ? "pp" : "pp x vpp", " = ",
+                   layerChunks(c.schedule, c.pp, c.vpp), " counts of at least 1 that sum to the model's ", layers,
                    " layers (list them with: shardscape-cli inspect --model ", o.model, ")");
     if (e.simulation) {
         // Out of memory: the usual levers, cheapest first.
@@ -666,11 +671,10 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     cmd->add_option("--framework", o->framework,
                     "training framework the configuration is for (its memory terms and what it can run): "
                         + frameworkChoices() + "; default generic, or the job config's with --from-config");
-    auto* schedule
-        = cmd->add_option(
-                 "--schedule", o->schedule,
-                 "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipev (the last two: --vpp 2)")
-              ->capture_default_str();
+    auto* schedule = cmd->add_option("--schedule", o->schedule,
+                                     "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipev or dualpipe "
+                                     "(the last three: --vpp 2)")
+                         ->capture_default_str();
     configuration.push_back(schedule);
     cmd->add_option("--seq-len", o->seq_len, "tokens per sequence (default: min(max positions, 4096))")
         ->check(CLI::Range(std::int64_t {1}, std::int64_t {100'000'000}));

@@ -53,6 +53,14 @@ std::shared_ptr<const ModelGraph> korthikantiGraph()
     return std::make_shared<const ModelGraph>(buildTransformerGraph(korthikantiShape(), options, "gpt-k"));
 }
 
+/** A preset model at a sequence length (micro-batch 1). */
+std::shared_ptr<const ModelGraph> presetGraph(const std::string& preset, std::int64_t seqLen)
+{
+    BuildOptions options;
+    options.seq_len = seqLen;
+    return std::make_shared<const ModelGraph>(loadModel(preset, options));
+}
+
 Cluster h100Node(int nodes = 1)
 {
     return loadCluster("h100-sxm", nodes, 8);
@@ -295,10 +303,7 @@ private Q_SLOTS:
         // last, so FSDP2 keeps each parameter's whole gradient in fp32 until then: 4/d + 4 B of gradients per
         // parameter of the stage beside 4/d + 2 of weights (the fp32 shard and the unsharded bf16 copy). One
         // micro-batch has no earlier backward to accumulate over.
-        BuildOptions options;
-        options.seq_len = 1024;
-        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
-        CostModel model(graph, h100Node());
+        CostModel model(presetGraph("llama2-7b", 1024), h100Node());
         ParallelConfig config;
         config.dp = 4;
         config.pp = 2;
@@ -753,6 +758,53 @@ private Q_SLOTS:
         overlapped.framework = Framework::Torchtitan;
         overlapped.zero_stage = 3;
         QVERIFY(model.evaluate(overlapped, workload).reason.find("--moe-shared-expert-overlap") != std::string::npos);
+    }
+
+    void dualPipeKeepsTwoCopiesAndSumsTheirGradients()
+    {
+        // DualPipe over 4 ranks (one H100 node, dp 1): rank r holds model stage r for one direction and stage 3 - r
+        // for the other (DualPipe README: parameters 2x), and each stage's two copies sum their gradients
+        // (example_dualpipe.py): an all-reduce between 2 ranks of one node, the same collective as 1F1B's gradient
+        // all-reduce over dp 2 on that node, for the same stage.
+        CostModel model(presetGraph("llama2-7b", 4096), h100Node());
+        Workload workload;
+        workload.global_batch = 8;
+        workload.seq_len = 4096;
+        workload.memory_limit_bytes = 1e15;
+        EvaluateOptions timeline;
+        timeline.record_timeline = true;
+        timeline.require_full_cluster = false;
+        ParallelConfig dual;
+        dual.pp = 4;
+        dual.vpp = 2;
+        dual.num_microbatches = 8;
+        dual.schedule = ScheduleKind::DualPipe;
+        ParallelConfig oneF = dual;
+        oneF.vpp = 1;
+        oneF.schedule = ScheduleKind::OneFOneB;
+        oneF.dp = 2;
+        oneF.num_microbatches = 4;
+        const Evaluation d = model.evaluate(dual, workload, timeline);
+        const Evaluation o = model.evaluate(oneF, workload, timeline);
+        QVERIFY2(d.step_time > 0 && o.step_time > 0, (d.reason + o.reason).c_str());
+        for (int r = 0; r < 4; ++r) {
+            const double both = o.stages[std::size_t(r)].memory.weights + o.stages[std::size_t(3 - r)].memory.weights;
+            QCOMPARE(d.stages[std::size_t(r)].memory.weights, both);
+        }
+        const auto syncOf = [](const Evaluation& e, int stage) {
+            for (const auto& event : e.simulation->events)
+                if (event.kind == EventKind::GradSync && event.stage == stage)
+                    return event.duration;
+            return 0.0;
+        };
+        QVERIFY(syncOf(d, 1) > 0);
+        QCOMPARE(syncOf(d, 1), syncOf(o, 1));
+        QCOMPARE(syncOf(d, 6), syncOf(o, 1)); // stage 1 again, the other direction's copy on rank 2
+        // Without DualPipe, dp 1 has nothing to sync.
+        ParallelConfig single = oneF;
+        single.dp = 1;
+        single.num_microbatches = 8;
+        QCOMPARE(syncOf(model.evaluate(single, workload, timeline), 1), 0.0);
     }
 
     void expertGroupedGemmPadsAndReadsWeights()

@@ -591,6 +591,39 @@ private Q_SLOTS:
         QVERIFY2(why.find("pipeline schedule") != std::string::npos, why.c_str());
     }
 
+    void dualPipePlanRoundTripsAndIsRefusedByTorchtitan()
+    {
+        // Bidirectional DualPipe over 4 ranks: each rank runs model stage r one way and stage 3 - r the other, so
+        // the plan lists two chunks per rank that together cover the model twice, and its stage split has pp entries.
+        ParallelConfig config = llama7bConfig();
+        config.pp = 4;
+        config.vpp = 2;
+        config.dp = 1;
+        config.schedule = ScheduleKind::DualPipe;
+        const auto c = makeCase("llama2-7b", 1, config);
+        QVERIFY2(c->evaluation.feasible, c->evaluation.reason.c_str());
+        QCOMPARE(static_cast<int>(c->plan.resolved_stage_layers.size()), config.pp);
+        int layers = 0;
+        for (const int n : c->plan.resolved_stage_layers)
+            layers += n;
+        QCOMPARE(layers, static_cast<int>(c->model->layers().size()));
+        for (int r = 0; r < config.pp; ++r) {
+            const auto& chunks = c->evaluation.stages[static_cast<std::size_t>(r)].chunks;
+            QCOMPARE(static_cast<int>(chunks.size()), 2);
+            const auto& mirrored = c->evaluation.stages[static_cast<std::size_t>(config.pp - 1 - r)].chunks;
+            QCOMPARE(chunks[0], mirrored[1]); // rank r's forward stage is its mirror rank's reverse stage
+        }
+        // The plan file reads back as it was written, pinned split included.
+        const LoadedPlan again = planFromJson(c->doc, "export");
+        QCOMPARE(static_cast<int>(again.config.schedule), static_cast<int>(ScheduleKind::DualPipe));
+        QCOMPARE(again.resolved_stage_layers, c->plan.resolved_stage_layers);
+        // torch.distributed.pipelining has no bidirectional schedule: torchtitan plans refuse it.
+        config.framework = Framework::Torchtitan;
+        config.zero_stage = 3;
+        const std::string why = frameworkRestriction(frameworkProfile(config.framework), config);
+        QVERIFY2(why.find("pipeline schedule") != std::string::npos, why.c_str());
+    }
+
     void expertAllToAllOverlapRoundTrips()
     {
         // A Megatron export of an MoE plan with the all-to-all overlap and whole experts (etp 1 under tp 2) carries

@@ -107,6 +107,9 @@ private Q_SLOTS:
     void vScheduleBubbleAndMemory_data();
     void vScheduleBubbleAndMemory();
     void vScheduleTurnSendsNothing();
+    void dualPipeBubbleAndMemory_data();
+    void dualPipeBubbleAndMemory();
+    void dualPipeDirectionsStartApart();
     void exposedCommSitsAtTheEndOfItsBlock();
 
     void gradSyncAndOptimizer_data();
@@ -129,8 +132,9 @@ private Q_SLOTS:
 
 void TestSim::scheduleNames()
 {
-    for (auto kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B,
-                      ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV}) {
+    for (auto kind :
+         {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B, ScheduleKind::ZeroBubbleH1,
+          ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV, ScheduleKind::DualPipe}) {
         const auto parsed = parseSchedule(scheduleName(kind));
         QVERIFY(parsed.has_value());
         QCOMPARE(*parsed, kind);
@@ -161,6 +165,8 @@ void TestSim::scheduleCoversEveryAction_data()
     QTest::newRow("zb-v 3x2x13") << ScheduleKind::ZeroBubbleV << 3 << 2 << 13;
     QTest::newRow("dualpipev 4x2x8") << ScheduleKind::DualPipeV << 4 << 2 << 8;
     QTest::newRow("dualpipev 5x2x17") << ScheduleKind::DualPipeV << 5 << 2 << 17;
+    QTest::newRow("dualpipe 4x2x8") << ScheduleKind::DualPipe << 4 << 2 << 8;
+    QTest::newRow("dualpipe 6x2x20") << ScheduleKind::DualPipe << 6 << 2 << 20;
 }
 
 void TestSim::scheduleCoversEveryAction()
@@ -171,7 +177,10 @@ void TestSim::scheduleCoversEveryAction()
     QFETCH(int, m);
     const auto ranks = buildSchedule(kind, pp, vpp, m);
     QCOMPARE(int(ranks.size()), pp);
-    const bool mixed = kind == ScheduleKind::DualPipeV; // whole backwards and split ones (its zero-bubble steps)
+    // whole backwards and split ones (the zero-bubble steps of DeepSeek's schedules)
+    const bool mixed = kind == ScheduleKind::DualPipeV || kind == ScheduleKind::DualPipe;
+    // DualPipe sends half the micro-batches each way: every virtual stage sees m / 2 of them.
+    const int perStage = chainMicrobatches(kind, m);
     const bool split = kind == ScheduleKind::ZeroBubbleH1 || kind == ScheduleKind::ZeroBubbleV;
     std::set<std::tuple<int, int, int>> seen; // (kind, stage, microbatch)
     for (int r = 0; r < pp; ++r) {
@@ -182,7 +191,7 @@ void TestSim::scheduleCoversEveryAction()
         for (const Action& a : ranks[std::size_t(r)]) {
             QCOMPARE(stageRank(kind, pp, a.stage), r);
             QVERIFY(a.stage >= 0 && a.stage < pp * vpp);
-            QVERIFY(a.microbatch >= 0 && a.microbatch < m);
+            QVERIFY(a.microbatch >= 0 && a.microbatch < perStage);
             QVERIFY(seen.insert({int(a.kind), a.stage, a.microbatch}).second);
             int& step = progress[{a.stage, a.microbatch}];
             switch (a.kind) {
@@ -206,7 +215,7 @@ void TestSim::scheduleCoversEveryAction()
             ++step;
         }
         // Every chunk-micro-batch of the rank ran forward and all of its backward.
-        QCOMPARE(int(progress.size()), m * vpp);
+        QCOMPARE(int(progress.size()), perStage * vpp);
         for (const auto& [key, step] : progress)
             QCOMPARE(step, 3);
     }
@@ -672,6 +681,75 @@ void TestSim::vScheduleTurnSendsNothing()
     QCOMPARE(stageChunk(ScheduleKind::Interleaved1F1B, 4, 6), 1);
 }
 
+void TestSim::dualPipeBubbleAndMemory_data()
+{
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<int>("m");
+    QTest::addColumn<double>("weight");
+    QTest::addColumn<double>("bubble");
+    // Per stage F = I = 1, W as given, no communication; m micro-batches, m / 2 from each end. DualPipe README:
+    // bubble (PP/2 - 1)(F&B + B - 3W) with PP = pp stages, F&B = F + B and B = I + W: pp - 2 at W = 1 and
+    // 3(pp/2 - 1) at W = 0; activations PP + 1 stage-micro-batches, parameters 2x (two stages per rank).
+    for (const int pp : {2, 4, 8}) {
+        QTest::newRow(qPrintable(QString("dualpipe p%1").arg(pp))) << pp << 2 * pp << 1.0 << double(pp - 2);
+        QTest::newRow(qPrintable(QString("dualpipe p%1 m4p").arg(pp))) << pp << 4 * pp << 1.0 << double(pp - 2);
+        QTest::newRow(qPrintable(QString("dualpipe p%1 w0").arg(pp))) << pp << 4 * pp << 0.0 << 3.0 * (pp / 2 - 1);
+    }
+}
+
+void TestSim::dualPipeBubbleAndMemory()
+{
+    QFETCH(int, pp);
+    QFETCH(int, m);
+    QFETCH(double, weight);
+    QFETCH(double, bubble);
+    auto spec = uniformSpec(ScheduleKind::DualPipe, pp, 2, m, 1.0, 1.0, weight);
+    for (auto& stage : spec.stages) {
+        stage.activation_bytes = 1;
+        stage.static_bytes = 100;
+    }
+    const auto result = simulatePipeline(spec);
+    const double busy = m * (2.0 + weight); // m / 2 micro-batches through each of the rank's two stages
+    COMPARE_NEAR(result.step_time - busy, bubble);
+    for (int r = 0; r < pp; ++r) {
+        COMPARE_NEAR(result.busy[std::size_t(r)], busy);
+        QCOMPARE(result.peak_inflight[std::size_t(r)], pp + 1);
+        COMPARE_NEAR(result.peak_memory[std::size_t(r)], 200.0 + (pp + 1)); // two stages' parameters
+    }
+    // DualPipeV is DualPipe cut in half: on pp / 2 ranks with the same per-stage costs it takes the same time.
+    if (pp >= 4) {
+        const auto half = simulatePipeline(uniformSpec(ScheduleKind::DualPipeV, pp / 2, 2, m / 2, 1.0, 1.0, weight));
+        COMPARE_NEAR(half.step_time, result.step_time);
+    }
+    // 1F1B over the same pp stages idles (pp - 1)(F + B) per rank.
+    const auto oneF = simulatePipeline(uniformSpec(ScheduleKind::OneFOneB, pp, 1, m, 1.0, 1.0, weight));
+    QVERIFY(result.step_time < oneF.step_time || pp == 2);
+}
+
+void TestSim::dualPipeDirectionsStartApart()
+{
+    // pp = 4, m = 8: virtual stages 0-3 run the first direction on ranks 0-3, stages 4-7 the second on ranks 3-0.
+    // Each direction's first stage starts at once (stage 4 does not wait for stage 3), and each ends in its own loss.
+    QVERIFY(startsChain(ScheduleKind::DualPipe, 4, 4));
+    QVERIFY(endsChain(ScheduleKind::DualPipe, 4, 2, 3));
+    QVERIFY(!startsChain(ScheduleKind::DualPipeV, 4, 4));
+    QCOMPARE(stageRank(ScheduleKind::DualPipe, 4, 4), 3);
+    QCOMPARE(layerChunkOf(ScheduleKind::DualPipe, 4, 6), 2);
+    QCOMPARE(layerChunks(ScheduleKind::DualPipe, 4, 2), 4);
+    auto spec = uniformSpec(ScheduleKind::DualPipe, 4, 2, 8, 1.0, 1.0, 1.0);
+    spec.record_events = true;
+    const auto result = simulatePipeline(spec);
+    const auto* first = findEvent(result, EventKind::Forward, 0, 0, 0);
+    const auto* reverse = findEvent(result, EventKind::Forward, 3, 4, 0);
+    QVERIFY(first && reverse);
+    COMPARE_NEAR(first->start, 0.0);
+    COMPARE_NEAR(reverse->start, 0.0);
+    // The first micro-batch of the second direction reaches rank 0 (stage 7) after three hops of F = 1.
+    const auto* arrival = findEvent(result, EventKind::Forward, 0, 7, 0);
+    QVERIFY(arrival);
+    COMPARE_NEAR(arrival->start, 3.0);
+}
+
 void TestSim::exposedCommSitsAtTheEndOfItsBlock()
 {
     // 1F1B, p = 2, m = 2, F = 1 (0.25 of it exposed all-to-all), B = 2 (0.5 exposed): one event per forward and
@@ -952,6 +1030,9 @@ void TestSim::invalidScheduleThrows_data()
     QTest::newRow("zb-v vpp 3") << ScheduleKind::ZeroBubbleV << 4 << 3 << 8;
     QTest::newRow("dualpipev pp 1") << ScheduleKind::DualPipeV << 1 << 2 << 8;
     QTest::newRow("dualpipev m < 2pp") << ScheduleKind::DualPipeV << 4 << 2 << 7;
+    QTest::newRow("dualpipe odd pp") << ScheduleKind::DualPipe << 3 << 2 << 12;
+    QTest::newRow("dualpipe odd m") << ScheduleKind::DualPipe << 4 << 2 << 9;
+    QTest::newRow("dualpipe m < 2pp") << ScheduleKind::DualPipe << 4 << 2 << 6;
     QTest::newRow("huge") << ScheduleKind::OneFOneB << 1 << 1 << 2000000000;
 }
 

@@ -98,7 +98,8 @@ PlannerPanel::PlannerPanel(QWidget* parent)
                         {tr("interleaved 1F1B"), QStringLiteral("interleaved")},
                         {tr("zero bubble (ZB-H1)"), QStringLiteral("zb-h1")},
                         {tr("zero bubble V (ZB-V)"), QStringLiteral("zb-v")},
-                        {tr("DualPipeV"), QStringLiteral("dualpipev")}},
+                        {tr("DualPipeV"), QStringLiteral("dualpipev")},
+                        {tr("DualPipe (bidirectional)"), QStringLiteral("dualpipe")}},
                        tr("pipeline_scheduler"));
     m_solver = combo(this,
                      {{tr("dp (dynamic programming)"), QStringLiteral("dp")}, {tr("ilp (CBC)"), QStringLiteral("ilp")}},

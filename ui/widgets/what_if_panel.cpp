@@ -134,8 +134,9 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         m_zero->addItem(QString::number(zero), zero);
     for (const auto kind : {RecomputeKind::None, RecomputeKind::Selective, RecomputeKind::Full})
         m_recompute->addItem(format::text(recomputeName(kind)), static_cast<int>(kind));
-    for (const auto kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B,
-                            ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV})
+    for (const auto kind :
+         {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B, ScheduleKind::ZeroBubbleH1,
+          ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV, ScheduleKind::DualPipe})
         m_schedule->addItem(format::text(scheduleName(kind)), static_cast<int>(kind));
     m_tpOverlap->setToolTip(tr("Overlap the sequence-parallel all-gathers and reduce-scatters with the GEMMs beside "
                                "them (Megatron-LM --tp-comm-overlap, torchtitan async TP); needs TP > 1"));

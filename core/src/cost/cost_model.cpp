@@ -356,9 +356,10 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     if (c.moe_a2a_overlap && (c.ep < 2 || c.num_microbatches < 2))
         return "overlapping the expert all-to-alls needs ep > 1 and at least two micro-batches (one micro-batch's "
                "all-to-all runs under another's compute): raise ep or the micro-batches, or turn the overlap off";
-    if (c.moe_a2a_overlap && c.pp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
-        return "overlapping the expert all-to-alls runs in Megatron's combined 1F1B, which needs pp = 1 or the "
-               "interleaved schedule: use vpp >= 2, or turn the overlap off";
+    if (c.moe_a2a_overlap && c.pp > 1 && !overlapsMicrobatchPairs(c.schedule))
+        return "overlapping the expert all-to-alls needs two micro-batches side by side: Megatron's combined 1F1B "
+               "(pp = 1 or the interleaved schedule) or DualPipe's F&B chunks (dualpipev, dualpipe): use one of "
+               "those, or turn the overlap off";
     if (c.moe_shared_expert_overlap && c.ep < 2)
         return "overlapping the shared expert with the expert all-to-alls needs ep > 1: raise ep, or turn the overlap "
                "off";
@@ -380,15 +381,19 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
         return cat("zero_ngroups ", c.zero_ngroups, " must divide dp x cp = ", c.dp * c.cp);
     if (c.recompute == RecomputeKind::Modules && c.recompute_modules.empty())
         return "recompute by modules needs at least one module name";
-    const int chunks = c.pp * c.vpp;
+    const int chunks = layerChunks(c.schedule, c.pp, c.vpp);
+    const char* chunkRule = isBidirectional(c.schedule) ? "pp" : "pp x vpp";
     if (chunks > static_cast<int>(m_layers.size()))
-        return cat("pp x vpp = ", chunks, " pipeline chunks but the model has only ", m_layers.size(), " layers");
+        return cat(chunkRule, " = ", chunks, " pipeline chunks but the model has only ", m_layers.size(), " layers");
     if (isVShaped(c.schedule)) {
         if (c.pp < 2 || c.vpp != 2)
             return cat("the ", scheduleName(c.schedule), " schedule needs pp >= 2 and vpp = 2 (two chunks per rank)");
         if (c.num_microbatches < 2 * c.pp)
             return cat("the ", scheduleName(c.schedule), " schedule needs at least 2 x pp = ", 2 * c.pp,
                        " micro-batches (got ", c.num_microbatches, ")");
+        if (isBidirectional(c.schedule) && (c.pp % 2 || c.num_microbatches % 2))
+            return cat("the dualpipe schedule feeds half the micro-batches from each end: pp (", c.pp,
+                       ") and the micro-batch count (", c.num_microbatches, ") must both be even");
     } else if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B) {
         return "vpp > 1 needs the interleaved schedule";
     }
@@ -401,7 +406,7 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     }
     if (!c.stage_layers.empty()) {
         if (static_cast<int>(c.stage_layers.size()) != chunks)
-            return cat("stage layer list has ", c.stage_layers.size(), " entries, expected pp x vpp = ", chunks);
+            return cat("stage layer list has ", c.stage_layers.size(), " entries, expected ", chunkRule, " = ", chunks);
         long sum = 0;
         for (const int n : c.stage_layers) {
             if (n < 1)
@@ -552,19 +557,34 @@ struct CostModel::Assembly
 std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c) const
 {
     auto a = std::make_unique<Assembly>();
+    // Virtual stages (what the simulator runs) and the model stages their layers come from: the same list, except
+    // under DualPipe, whose two directions run the same pp model stages.
     const int chunks = c.pp * c.vpp;
-    const std::vector<int> counts = c.stage_layers.empty() ? defaultStageLayers(chunks) : c.stage_layers;
+    const int modelChunks = layerChunks(c.schedule, c.pp, c.vpp);
+    const std::vector<int> counts = c.stage_layers.empty() ? defaultStageLayers(modelChunks) : c.stage_layers;
+    std::vector<int> firstLayer(static_cast<std::size_t>(modelChunks) + 1, 0);
+    for (int k = 0; k < modelChunks; ++k)
+        firstLayer[static_cast<std::size_t>(k) + 1]
+            = firstLayer[static_cast<std::size_t>(k)] + counts[static_cast<std::size_t>(k)];
     const double weightBytes = dtypeBytes(m_graph->dtype);
     const int dpGroup = c.dp * c.cp;
     const double denseShard = static_cast<double>(dpGroup) / c.zero_ngroups;
     const double expertShard = std::max(1.0, static_cast<double>(c.expertDp()) / c.zero_ngroups);
-    const GroupShape denseSync = groupShape(c, "cp-dp");
-    // Expert replicas sit ep x etp ranks apart (Megatron's expert rank order: etp fastest, then ep, then expert dp).
-    const GroupShape expertSync {c.expertDp(),
-                                 std::max(1, std::min(c.expertDp(), m_cluster.gpus_per_node / (c.ep * c.expertTp())))};
-    const GroupShape denseZero {std::max(1, dpGroup / c.zero_ngroups),
-                                std::max(1, denseSync.per_node / c.zero_ngroups)};
     const bool ppInterNode = groupShape(c, "pp").nodes() > 1;
+    // DualPipe keeps every model stage on two ranks, one per direction, and sums the pair's gradients
+    // (example_dualpipe.py adds the partner's grads): each stage's gradients sync over twice the replicas, the
+    // partner sitting on another node when the pipeline spans nodes. The shards stay per direction.
+    const auto replicated = [&](GroupShape g) {
+        return isBidirectional(c.schedule) ? GroupShape {2 * g.size, ppInterNode ? g.per_node : 2 * g.per_node} : g;
+    };
+    const GroupShape denseSync = replicated(groupShape(c, "cp-dp"));
+    // Expert replicas sit ep x etp ranks apart (Megatron's expert rank order: etp fastest, then ep, then expert dp).
+    const GroupShape expertSync = replicated(
+        {c.expertDp(), std::max(1, std::min(c.expertDp(), m_cluster.gpus_per_node / (c.ep * c.expertTp())))});
+    // ZeRO's weight shards live in one direction's data-parallel group; its gradient reductions span both.
+    const GroupShape denseZero {std::max(1, dpGroup / c.zero_ngroups),
+                                std::max(1, groupShape(c, "cp-dp").per_node / c.zero_ngroups)};
+    const GroupShape denseZeroGrads = replicated(denseZero);
     const auto costs = layerCosts(c);
     const auto sharded = [&](double dense, double expert, bool shard) {
         return shard ? dense / denseShard + expert / expertShard : dense + expert;
@@ -584,13 +604,12 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     a->chunks.resize(static_cast<std::size_t>(chunks));
     a->optimizerStep.assign(static_cast<std::size_t>(c.pp), 0.0);
 
-    int next = 0;
     for (int k = 0; k < chunks; ++k) {
         auto& chunk = a->chunks[static_cast<std::size_t>(k)];
         auto& stage = spec.stages[static_cast<std::size_t>(k)];
-        chunk.first = next;
-        chunk.last = next + counts[static_cast<std::size_t>(k)] - 1;
-        next = chunk.last + 1;
+        const auto layerChunk = static_cast<std::size_t>(layerChunkOf(c.schedule, c.pp, k));
+        chunk.first = firstLayer[layerChunk];
+        chunk.last = firstLayer[layerChunk + 1] - 1;
         for (int l = chunk.first; l <= chunk.last; ++l) {
             const LayerCost& lc = *costs[static_cast<std::size_t>(l)];
             stage.forward += lc.forward;
@@ -605,11 +624,11 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             chunk.recompute += lc.recompute;
             chunk.working = std::max(chunk.working, lc.working_bytes);
         }
-        stage.send_forward = k + 1 < chunks
+        stage.send_forward = !endsChain(c.schedule, c.pp, c.vpp, k)
             ? m_source->p2pTime(costs[static_cast<std::size_t>(chunk.last)]->output_bytes, ppInterNode)
             : 0;
         // The input gradient going back has the size of the previous chunk's output.
-        stage.send_backward = k > 0
+        stage.send_backward = !startsChain(c.schedule, c.pp, k)
             ? m_source->p2pTime(
                 costs[static_cast<std::size_t>(a->chunks[static_cast<std::size_t>(k - 1)].last)]->output_bytes,
                 ppInterNode)
@@ -655,7 +674,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             // ZeRO-3 also gathers the weights for every forward and backward. Prefetching and bucketing hide most
             // of it under compute.
             const double scatter
-                = m_source->collectiveTime(Collective::ReduceScatter, dense * gradCommBytes, denseZero);
+                = m_source->collectiveTime(Collective::ReduceScatter, dense * gradCommBytes, denseZeroGrads);
             const double gather = m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero);
             if (c.zero_stage >= 3) {
                 chunk.shardedDpExposed = shardedDpExposedTime(c, framework, m_params, *m_source, chunk.first,
@@ -673,7 +692,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             // all-gather the updated 16-bit weights. Calibration fix: this was costed as an all-reduce of
             // gradients, which moves grad_bytes (fp32 in Megatron, DeepSpeed bf16) instead of the weights' 2 bytes in
             // the gather half.
-            stage.grad_sync = m_source->collectiveTime(Collective::ReduceScatter, dense * gradCommBytes, denseZero)
+            stage.grad_sync = m_source->collectiveTime(Collective::ReduceScatter, dense * gradCommBytes, denseZeroGrads)
                 + paramGather(m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero),
                               stage.forward)
                 + expertSyncTime;
@@ -738,6 +757,8 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
             working = std::max(working, chunk.working);
             largestLayerParams = std::max(largestLayerParams, chunk.largestLayerParams);
         }
+        // Per micro-batch of the step: under DualPipe each micro-batch passes one of the rank's two stages.
+        report.compute *= static_cast<double>(chainMicrobatches(c.schedule, c.num_microbatches)) / c.num_microbatches;
         const FrameworkProfile& framework = frameworkOf(c);
         report.memory.activations = std::max(0.0, peakStash[static_cast<std::size_t>(r)]);
         report.memory.transient = m_params.transient_mem_coef * largest + working
@@ -754,7 +775,8 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
     double recomputeFlops = 0;
     for (const auto& chunk : a.chunks)
         recomputeFlops += chunk.recomputeModelFlops;
-    recomputeFlops *= static_cast<double>(c.num_microbatches) * c.dp; // per micro-batch of one replica
+    // per micro-batch of one replica; under DualPipe each virtual stage sees half of them
+    recomputeFlops *= static_cast<double>(chainMicrobatches(c.schedule, c.num_microbatches)) * c.dp;
     const double peak = m_cluster.device.peak(m_graph->dtype);
     e.tokens_per_s = tokens / e.step_time;
     e.tflops_per_gpu = modelFlops / e.step_time / world / units::kTera;
@@ -772,7 +794,7 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
         otherComm += a.chunks[static_cast<std::size_t>(k)].otherComm;
         recompute += a.chunks[static_cast<std::size_t>(k)].recompute;
     }
-    const double m = c.num_microbatches;
+    const double m = chainMicrobatches(c.schedule, c.num_microbatches); // through each of the rank's chunks
     e.time.tp_comm = tpComm * m;
     e.time.other_comm = otherComm * m;
     e.time.recompute = recompute * m;
@@ -861,7 +883,7 @@ Evaluation CostModel::estimate(const ParallelConfig& c, const Workload& w, bool 
     const auto& stages = a->spec.stages;
     const int p = c.pp;
     const int v = c.vpp;
-    const int m = c.num_microbatches;
+    const int m = chainMicrobatches(c.schedule, c.num_microbatches); // through each virtual stage
     const ScheduleKind schedule = a->spec.schedule;
 
     std::vector<double> busy(static_cast<std::size_t>(p), 0.0);
@@ -906,6 +928,9 @@ Evaluation CostModel::estimate(const ParallelConfig& c, const Workload& w, bool 
         case ScheduleKind::DualPipeV:
             count = 2 * p + 1; // PP + 1 chunk-micro-batches (DualPipe README)
             break;
+        case ScheduleKind::DualPipe:
+            count = p + 1; // PP + 1 stage-micro-batches over both directions (DualPipe README)
+            break;
         }
         inflight[static_cast<std::size_t>(r)] = count;
         double perMicrobatch = 0;
@@ -938,6 +963,10 @@ Evaluation CostModel::estimate(const ParallelConfig& c, const Workload& w, bool 
     case ScheduleKind::DualPipeV:
         // DualPipe README: (PP/2 - 1)(F&B + B - 3W) with PP = 2p stages, F&B = F + B and B = I + W per chunk.
         pipelineTime = maxBusy + (p - 1) * std::max(maxF, maxF + 2 * maxBi - maxW);
+        break;
+    case ScheduleKind::DualPipe:
+        // The same formula with PP = p stages: DualPipe runs as two halves of a DualPipeV over p / 2 ranks.
+        pipelineTime = maxBusy + (p / 2 - 1) * std::max(maxF, maxF + 2 * maxBi - maxW);
         break;
     }
     const double stepTime = pipelineTime + std::max(0.0, maxSync) + a->spec.optimizer_step;

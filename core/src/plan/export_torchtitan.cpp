@@ -17,6 +17,7 @@
 //   recomputation; per-module recomputation has no knob.
 #include "export_common.h"
 
+#include "shardscape/support/error.h"
 #include "shardscape/support/strings.h"
 
 #include <algorithm>
@@ -161,6 +162,11 @@ std::string scheduleFor(Context& context)
         return "ZBVZeroBubble";
     case ScheduleKind::DualPipeV:
         return "DualPipeV";
+    case ScheduleKind::DualPipe:
+        // frameworkRestriction refuses it first; this guards a caller that skipped the check.
+        throw InputError("torchtitan has no bidirectional DualPipe schedule (torch.distributed.pipelining runs only "
+                         "its V-shaped half, DualPipeV)",
+                         "plan with pipeline_scheduler dualpipev, or export for another framework");
     case ScheduleKind::ZeroBubbleH1:
         break;
     }

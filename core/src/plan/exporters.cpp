@@ -54,11 +54,14 @@ struct Reevaluation
 
 std::vector<int> chunkLayers(const Evaluation& e, int pp)
 {
-    std::vector<int> counts(e.stages.empty() ? 0 : e.stages.size() * e.stages.front().chunks.size(), 0);
+    const ScheduleKind schedule = e.config.schedule;
+    const int vpp = e.stages.empty() ? 0 : static_cast<int>(e.stages.front().chunks.size());
+    std::vector<int> counts(e.stages.empty() ? 0 : static_cast<std::size_t>(layerChunks(schedule, pp, vpp)), 0);
     for (std::size_t r = 0; r < e.stages.size(); ++r)
         for (std::size_t k = 0; k < e.stages[r].chunks.size(); ++k) {
             const auto [first, last] = e.stages[r].chunks[k];
-            const std::size_t v = k * static_cast<std::size_t>(pp) + r;
+            const int stage = chunkStage(schedule, pp, static_cast<int>(r), static_cast<int>(k));
+            const auto v = static_cast<std::size_t>(layerChunkOf(schedule, pp, stage));
             if (v < counts.size())
                 counts[v] = last - first + 1;
         }

@@ -340,15 +340,16 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
         f.fail("overlap_param_gather", "overlapping the parameter all-gather needs zero_stage 1 or 2");
     if (c.moe_a2a_overlap && (c.ep < 2 || c.num_microbatches < 2))
         f.fail("moe_a2a_overlap", "overlapping the expert all-to-alls needs ep > 1 and two or more micro-batches");
-    if (c.moe_a2a_overlap && c.pp > 1 && c.schedule != ScheduleKind::Interleaved1F1B)
-        f.fail("moe_a2a_overlap", "overlapping the expert all-to-alls needs pp = 1 or the interleaved schedule");
+    if (c.moe_a2a_overlap && c.pp > 1 && !overlapsMicrobatchPairs(c.schedule))
+        f.fail("moe_a2a_overlap",
+               "overlapping the expert all-to-alls needs pp = 1, the interleaved schedule, dualpipev or dualpipe");
     if (c.moe_shared_expert_overlap && c.ep < 2)
         f.fail("moe_shared_expert_overlap", "overlapping the shared expert with the all-to-alls needs ep > 1");
     if (c.moe_shared_expert_overlap && c.moe_a2a_overlap)
         f.fail("moe_shared_expert_overlap", "the shared-expert overlap and moe_a2a_overlap exclude each other");
     if (c.recompute == RecomputeKind::Modules && c.recompute_modules.empty())
         f.fail("recompute_modules", "recompute by modules needs at least one module name");
-    if (std::int64_t {c.pp} * c.vpp > numLayers)
+    if (layerChunks(c.schedule, c.pp, c.vpp) > numLayers)
         f.fail("vpp",
                cat("pp x vpp = ", std::int64_t {c.pp} * c.vpp, " chunks, but the model has ", numLayers, " layers"));
     if (isVShaped(c.schedule)) {
@@ -358,6 +359,11 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
             f.fail("num_microbatches",
                    cat("value ", c.num_microbatches, " is below 2 x pp (the ", scheduleName(c.schedule),
                        " schedule needs that many)"));
+        if (isBidirectional(c.schedule) && (c.pp % 2 || c.num_microbatches % 2))
+            f.fail("num_microbatches",
+                   cat("the dualpipe schedule needs an even pp and an even number of micro-batches "
+                       "(half enter at each end); got pp = ",
+                       c.pp, ", ", c.num_microbatches, " micro-batches"));
     } else if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved1F1B) {
         f.fail("vpp", "vpp > 1 needs the interleaved schedule");
     }
@@ -369,8 +375,10 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
                    cat("value ", c.num_microbatches, " is not a multiple of pp (the interleaved schedule needs it)"));
     }
     if (!c.stage_layers.empty()) {
-        if (static_cast<std::int64_t>(c.stage_layers.size()) != std::int64_t {c.pp} * c.vpp)
-            f.fail("stage_layers", cat("has ", c.stage_layers.size(), " entries, expected pp x vpp = ", c.pp * c.vpp));
+        if (static_cast<int>(c.stage_layers.size()) != layerChunks(c.schedule, c.pp, c.vpp))
+            f.fail("stage_layers",
+                   cat("has ", c.stage_layers.size(), " entries, expected ",
+                       isBidirectional(c.schedule) ? "pp" : "pp x vpp", " = ", layerChunks(c.schedule, c.pp, c.vpp)));
         std::int64_t sum = 0;
         for (const int n : c.stage_layers)
             sum += n;
@@ -549,11 +557,14 @@ nlohmann::json planToJson(const Evaluation& chosen, const CostModel& model, cons
         auto chunks = json::array();
         for (std::size_t k = 0; k < s.chunks.size(); ++k) {
             const auto [first, last] = s.chunks[k];
-            for (int l = first; l <= last; ++l) {
-                stageOf[static_cast<std::size_t>(l)] = r;
-                chunkOf[static_cast<std::size_t>(l)] = static_cast<int>(k);
-            }
-            chunks.push_back({{"virtual_stage", chunkStage(c.schedule, c.pp, r, static_cast<int>(k))},
+            const int virtualStage = chunkStage(c.schedule, c.pp, r, static_cast<int>(k));
+            // A layer's placement is its first direction's (DualPipe runs every layer on two ranks).
+            if (layerChunkOf(c.schedule, c.pp, virtualStage) == virtualStage)
+                for (int l = first; l <= last; ++l) {
+                    stageOf[static_cast<std::size_t>(l)] = r;
+                    chunkOf[static_cast<std::size_t>(l)] = static_cast<int>(k);
+                }
+            chunks.push_back({{"virtual_stage", virtualStage},
                               {"layers", json::array({first, last})},
                               {"layer_names", json::array({layerName(model, first), layerName(model, last)})}});
         }
@@ -712,8 +723,16 @@ LoadedPlan planFromJson(const nlohmann::json& doc, std::string_view originView)
         memoryFromJson(s.object("memory"), origin, cat(path, ".memory"));
         s.checkNoUnknownKeys();
     }
+    // DualPipe's second direction runs the first direction's stages again: same layers, other ranks.
+    const int modelChunks = layerChunks(c.schedule, c.pp, c.vpp);
+    for (int v = modelChunks; v < chunks; ++v)
+        if (chunkRange[static_cast<std::size_t>(v)]
+            != chunkRange[static_cast<std::size_t>(layerChunkOf(c.schedule, c.pp, v))])
+            top.fail("stages",
+                     cat("virtual stage ", v, " must run the layers of stage ", layerChunkOf(c.schedule, c.pp, v),
+                         " (DualPipe's second direction repeats the first's stages)"));
     int next = 0;
-    for (int v = 0; v < chunks; ++v) {
+    for (int v = 0; v < modelChunks; ++v) {
         const auto [first, last] = chunkRange[static_cast<std::size_t>(v)];
         if (first != next)
             top.fail("stages",
@@ -732,7 +751,7 @@ LoadedPlan planFromJson(const nlohmann::json& doc, std::string_view originView)
     const json& layers = top.array("layers", true);
     if (static_cast<std::int64_t>(layers.size()) != plan.num_layers)
         top.fail("layers", cat("has ", layers.size(), " entries, but model.num_layers is ", plan.num_layers));
-    for (int v = 0; v < chunks; ++v) {
+    for (int v = 0; v < modelChunks; ++v) {
         const auto [first, last] = chunkRange[static_cast<std::size_t>(v)];
         for (int l = first; l <= last; ++l) {
             JsonFields f(layers[static_cast<std::size_t>(l)], origin, cat("layers[", l, "]"));

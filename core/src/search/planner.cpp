@@ -126,6 +126,7 @@ int inflightOf(ScheduleKind schedule, int stage, int stages, int microbatches)
         return std::min(microbatches, stages);
     case ScheduleKind::ZeroBubbleV: // two chunks per rank: the partitioner does not split V pipelines
     case ScheduleKind::DualPipeV:
+    case ScheduleKind::DualPipe:
     case ScheduleKind::OneFOneB:
     case ScheduleKind::Interleaved1F1B:
         break;
@@ -143,6 +144,9 @@ double closedFormBubble(const ParallelConfig& c)
         return bubble / 3;
     case ScheduleKind::DualPipeV:
         return bubble * 2 / 3;
+    case ScheduleKind::DualPipe:
+        // (p / 2 - 1) x 2F idle over a busy time of 3F per micro-batch (tst_sim's closed form).
+        return static_cast<double>(c.pp - 2) / (3.0 * c.num_microbatches);
     default:
         return bubble;
     }
@@ -519,10 +523,19 @@ std::string selectedConfigLine(const Evaluation& e)
         : c.recompute == RecomputeKind::Selective                ? 1
         : c.recompute == RecomputeKind::Full                     ? 2
                                                                  : 3;
+    // Layers per model chunk in model order (virtual stage order; DualPipe's second direction repeats the first).
+    std::vector<int> counts(static_cast<std::size_t>(layerChunks(c.schedule, c.pp, c.vpp)), 0);
+    for (std::size_t r = 0; r < e.stages.size(); ++r)
+        for (std::size_t k = 0; k < e.stages[r].chunks.size(); ++k) {
+            const auto [first, last] = e.stages[r].chunks[k];
+            const int stage = chunkStage(c.schedule, c.pp, static_cast<int>(r), static_cast<int>(k));
+            const auto chunk = static_cast<std::size_t>(layerChunkOf(c.schedule, c.pp, stage));
+            if (chunk < counts.size())
+                counts[chunk] = last - first + 1;
+        }
     std::string layers;
-    for (const auto& stage : e.stages)
-        for (const auto& [first, last] : stage.chunks)
-            layers += cat(layers.empty() ? "" : " ", last - first + 1);
+    for (const int n : counts)
+        layers += cat(layers.empty() ? "" : " ", n);
     return cat(
         "num_stages : ", c.pp, ", num_micro_batches : ", c.num_microbatches, ", batch_per_device : ", c.micro_batch,
         ", TP ", c.tp, ", DP ", c.dp, ", CP ", c.cp, ", EP ", c.ep, ", VPP ", c.vpp,

@@ -45,7 +45,7 @@ constexpr double kMaxCoefficient = 1e6;
 constexpr double kMaxBytes = 1e15;
 
 constexpr std::string_view kAuto = "auto";
-constexpr const char* kScheduleHint = "use auto, gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipev";
+constexpr const char* kScheduleHint = "use auto, gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipev or dualpipe";
 constexpr const char* kMethodHint = "use auto, data, zero2, zero3, shard or pipeshard";
 constexpr std::string_view kOtherFramework = "or choose another framework (\"generic\" runs everything)";
 

@@ -18,13 +18,14 @@ struct NamedSchedule
     std::string_view name;
 };
 
-constexpr std::array<NamedSchedule, 6> kScheduleNames {{
+constexpr std::array<NamedSchedule, 7> kScheduleNames {{
     {ScheduleKind::GPipe, "gpipe"},
     {ScheduleKind::OneFOneB, "1f1b"},
     {ScheduleKind::Interleaved1F1B, "interleaved"},
     {ScheduleKind::ZeroBubbleH1, "zb-h1"},
     {ScheduleKind::ZeroBubbleV, "zb-v"},
     {ScheduleKind::DualPipeV, "dualpipev"},
+    {ScheduleKind::DualPipe, "dualpipe"},
 }};
 
 // Far beyond any real pipeline (Megatron runs a few thousand micro-batches at most), and small enough that
@@ -57,6 +58,7 @@ void checkShape(ScheduleKind kind, int pp, int vpp, int numMicrobatches)
         break;
     case ScheduleKind::ZeroBubbleV:
     case ScheduleKind::DualPipeV:
+    case ScheduleKind::DualPipe:
         if (pp < 2 || vpp != 2)
             throw InputError(cat("the ", scheduleName(kind),
                                  " schedule places two chunks on each of pp >= 2 ranks, got pp = ", pp,
@@ -68,6 +70,12 @@ void checkShape(ScheduleKind kind, int pp, int vpp, int numMicrobatches)
             throw InputError(cat("the ", scheduleName(kind), " schedule needs at least 2 x pp = ", 2 * pp,
                                  " micro-batches, got ", numMicrobatches),
                              "raise the global batch, lower the micro-batch size or pp, or use --schedule 1f1b");
+        // dualpipe.py step: num_ranks % 2 == 0 and num_chunks % 2 == 0 (half the micro-batches enter at each end).
+        if (kind == ScheduleKind::DualPipe && (pp % 2 != 0 || numMicrobatches % 2 != 0))
+            throw InputError(cat("the dualpipe schedule feeds half the micro-batches from each end, so pp and the "
+                                 "micro-batch count must both be even, got pp = ",
+                                 pp, ", ", numMicrobatches, " micro-batches"),
+                             "use an even pp and an even number of micro-batches, or --schedule dualpipev");
         break;
     case ScheduleKind::GPipe:
     case ScheduleKind::OneFOneB:
@@ -78,7 +86,7 @@ void checkShape(ScheduleKind kind, int pp, int vpp, int numMicrobatches)
         break;
     default:
         throw InputError(cat("unknown pipeline schedule #", int(kind)),
-                         "use gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipev");
+                         "use gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipev or dualpipe");
     }
 }
 
@@ -236,79 +244,101 @@ std::vector<std::vector<Action>> buildZeroBubbleV(int pp, int m)
     return ranks;
 }
 
-// DualPipeV (deepseek-ai/DualPipe dualpipev.py DualPipeV.step, as PyTorch's ScheduleDualPipeV writes it out). A
+// One rank of DeepSeek's DualPipe family (deepseek-ai/DualPipe): the eight steps of dualpipev.py DualPipeV.step and
+// dualpipe.py DualPipe.step, which are the same loop over (ranks, rank, chunks) = (pp, r, m) in DualPipeV and
+// (pp / 2, min(r, pp - 1 - r), m / 2) in DualPipe, with "phase" 0 and 1 naming the rank's two virtual stages. A
 // backward with zero bubble ("enable_zb") runs its input half now and queues the weight half, which a later W slot
 // runs oldest first; otherwise the backward is whole. An overlapped forward-backward pair runs here as the forward
 // followed by the whole backward: the pair shares the SMs, and what it hides is communication, priced elsewhere.
+void appendDualPipeRank(std::vector<Action>& actions, int ranks, int rank, int chunks, std::array<int, 2> stage)
+{
+    std::array<int, 2> forwards {0, 0};
+    std::array<int, 2> backwards {0, 0};
+    std::vector<std::pair<int, int>> weights; // (stage, micro-batch), oldest first
+    std::size_t nextWeight = 0;
+    const auto forward = [&](int phase, bool paired = false) {
+        actions.push_back({ActionKind::Forward, stage[std::size_t(phase)], forwards[std::size_t(phase)]++, paired});
+    };
+    const auto backward = [&](int phase, bool zeroBubble) {
+        const int s = stage[std::size_t(phase)];
+        const int mb = backwards[std::size_t(phase)]++;
+        if (zeroBubble) {
+            actions.push_back({ActionKind::BackwardInput, s, mb});
+            weights.emplace_back(s, mb);
+        } else {
+            actions.push_back({ActionKind::Backward, s, mb});
+        }
+    };
+    const auto weight = [&] {
+        if (nextWeight < weights.size()) {
+            const auto [s, mb] = weights[nextWeight++];
+            actions.push_back({ActionKind::BackwardWeight, s, mb});
+        }
+    };
+    for (int i = 0; i < (ranks - rank - 1) * 2; ++i) // step 1: F0
+        forward(0);
+    for (int i = 0; i < rank + 1; ++i) { // step 2: F0 F1
+        forward(0);
+        forward(1);
+    }
+    for (int i = 0; i < ranks - rank - 1; ++i) { // step 3: I1 W F1
+        backward(1, true);
+        weight();
+        forward(1);
+    }
+    for (int i = 0; i < chunks - 2 * ranks + rank + 1; ++i) { // step 4: (F0 B1) (F1 B0)
+        // The middle rank runs its first F0 and B1 apart "to further reduce bubble size" (both files).
+        forward(0, !(i == 0 && rank == ranks - 1));
+        backward(1, false);
+        forward(1, true);
+        backward(0, false);
+    }
+    for (int i = 0; i < ranks - rank - 1; ++i) { // step 5: B1 (F1 B0)
+        backward(1, false);
+        forward(1, true);
+        backward(0, false);
+    }
+    const int step6 = rank + 1; // step 6: B1 B0, the second half with zero bubble
+    bool zeroBubble = false;
+    for (int i = 0; i < step6; ++i) {
+        if (i == step6 / 2 && rank % 2 == 1)
+            zeroBubble = true;
+        backward(1, zeroBubble);
+        if (i == step6 / 2 && rank % 2 == 0)
+            zeroBubble = true;
+        backward(0, zeroBubble);
+    }
+    for (int i = 0; i < ranks - rank - 1; ++i) { // step 7: W B0
+        weight();
+        backward(0, zeroBubble);
+    }
+    while (nextWeight < weights.size()) // step 8: the remaining W
+        weight();
+}
+
+// DualPipeV (dualpipev.py, as PyTorch's ScheduleDualPipeV writes it out): phase 0 is the rank's stage on the way
+// down the V, phase 1 its stage on the way back.
 std::vector<std::vector<Action>> buildDualPipeV(int pp, int m)
 {
     std::vector<std::vector<Action>> ranks(static_cast<std::size_t>(pp));
     for (int r = 0; r < pp; ++r) {
-        auto& actions = ranks[std::size_t(r)];
-        actions.reserve(std::size_t(6 * m));
-        const std::array<int, 2> stage {r, 2 * pp - 1 - r};
-        std::array<int, 2> forwards {0, 0};
-        std::array<int, 2> backwards {0, 0};
-        std::vector<std::pair<int, int>> weights; // (stage, micro-batch), oldest first
-        std::size_t nextWeight = 0;
-        const auto forward = [&](int chunk, bool paired = false) {
-            actions.push_back({ActionKind::Forward, stage[std::size_t(chunk)], forwards[std::size_t(chunk)]++, paired});
-        };
-        const auto backward = [&](int chunk, bool zeroBubble) {
-            const int s = stage[std::size_t(chunk)];
-            const int mb = backwards[std::size_t(chunk)]++;
-            if (zeroBubble) {
-                actions.push_back({ActionKind::BackwardInput, s, mb});
-                weights.emplace_back(s, mb);
-            } else {
-                actions.push_back({ActionKind::Backward, s, mb});
-            }
-        };
-        const auto weight = [&] {
-            if (nextWeight < weights.size()) {
-                const auto [s, mb] = weights[nextWeight++];
-                actions.push_back({ActionKind::BackwardWeight, s, mb});
-            }
-        };
-        for (int i = 0; i < (pp - r - 1) * 2; ++i) // step 1: F0
-            forward(0);
-        for (int i = 0; i < r + 1; ++i) { // step 2: F0 F1
-            forward(0);
-            forward(1);
-        }
-        for (int i = 0; i < pp - r - 1; ++i) { // step 3: I1 W F1
-            backward(1, true);
-            weight();
-            forward(1);
-        }
-        for (int i = 0; i < m - 2 * pp + r + 1; ++i) { // step 4: (F0 B1) (F1 B0)
-            // The last rank runs its first F0 and B1 apart "to further reduce bubble size" (dualpipev.py).
-            forward(0, !(i == 0 && r == pp - 1));
-            backward(1, false);
-            forward(1, true);
-            backward(0, false);
-        }
-        for (int i = 0; i < pp - r - 1; ++i) { // step 5: B1 (F1 B0)
-            backward(1, false);
-            forward(1, true);
-            backward(0, false);
-        }
-        const int step6 = r + 1; // step 6: B1 B0, the second half with zero bubble
-        bool zeroBubble = false;
-        for (int i = 0; i < step6; ++i) {
-            if (i == step6 / 2 && r % 2 == 1)
-                zeroBubble = true;
-            backward(1, zeroBubble);
-            if (i == step6 / 2 && r % 2 == 0)
-                zeroBubble = true;
-            backward(0, zeroBubble);
-        }
-        for (int i = 0; i < pp - r - 1; ++i) { // step 7: W B0
-            weight();
-            backward(0, zeroBubble);
-        }
-        while (nextWeight < weights.size()) // step 8: the remaining W
-            weight();
+        ranks[std::size_t(r)].reserve(std::size_t(6 * m));
+        appendDualPipeRank(ranks[std::size_t(r)], pp, r, m, {r, 2 * pp - 1 - r});
+    }
+    return ranks;
+}
+
+// DualPipe (dualpipe.py): in the first half of the ranks phase 0 is the forward direction (virtual stage r) and
+// phase 1 the reverse one (2pp - 1 - r); in the second half the other way round.
+std::vector<std::vector<Action>> buildDualPipe(int pp, int m)
+{
+    std::vector<std::vector<Action>> ranks(static_cast<std::size_t>(pp));
+    for (int r = 0; r < pp; ++r) {
+        const int halfRank = std::min(r, pp - 1 - r);
+        const std::array<int, 2> stage
+            = r < pp / 2 ? std::array<int, 2> {r, 2 * pp - 1 - r} : std::array<int, 2> {2 * pp - 1 - r, r};
+        ranks[std::size_t(r)].reserve(std::size_t(3 * m));
+        appendDualPipeRank(ranks[std::size_t(r)], pp / 2, halfRank, m / 2, stage);
     }
     return ranks;
 }
@@ -317,7 +347,42 @@ std::vector<std::vector<Action>> buildDualPipeV(int pp, int m)
 
 bool isVShaped(ScheduleKind kind)
 {
-    return kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV;
+    return kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV || kind == ScheduleKind::DualPipe;
+}
+
+bool overlapsMicrobatchPairs(ScheduleKind kind)
+{
+    return kind == ScheduleKind::Interleaved1F1B || kind == ScheduleKind::DualPipeV || kind == ScheduleKind::DualPipe;
+}
+
+bool isBidirectional(ScheduleKind kind)
+{
+    return kind == ScheduleKind::DualPipe;
+}
+
+bool startsChain(ScheduleKind kind, int pp, int stage)
+{
+    return stage == 0 || (isBidirectional(kind) && stage == pp);
+}
+
+bool endsChain(ScheduleKind kind, int pp, int vpp, int stage)
+{
+    return stage == pp * vpp - 1 || (isBidirectional(kind) && stage == pp - 1);
+}
+
+int chainMicrobatches(ScheduleKind kind, int numMicrobatches)
+{
+    return isBidirectional(kind) ? numMicrobatches / 2 : numMicrobatches;
+}
+
+int layerChunks(ScheduleKind kind, int pp, int vpp)
+{
+    return isBidirectional(kind) ? pp : pp * vpp;
+}
+
+int layerChunkOf(ScheduleKind kind, int pp, int stage)
+{
+    return isBidirectional(kind) ? stage % pp : stage;
 }
 
 int stageRank(ScheduleKind kind, int pp, int stage)
@@ -376,6 +441,8 @@ std::vector<std::vector<Action>> buildSchedule(ScheduleKind kind, int pp, int vp
         return buildZeroBubbleV(pp, numMicrobatches);
     case ScheduleKind::DualPipeV:
         return buildDualPipeV(pp, numMicrobatches);
+    case ScheduleKind::DualPipe:
+        return buildDualPipe(pp, numMicrobatches);
     }
     return {}; // unreachable: checkShape rejects unknown kinds
 }

@@ -108,7 +108,11 @@ public:
         m_inflight.assign(ranks, 0);
         m_staticBytes.assign(ranks, spec.transient_bytes);
         m_rankOf.resize(std::size_t(m_stageCount));
+        m_startsChain.resize(std::size_t(m_stageCount));
+        m_endsChain.resize(std::size_t(m_stageCount));
         for (int s = 0; s < m_stageCount; ++s) {
+            m_startsChain[std::size_t(s)] = startsChain(spec.schedule, m_pp, s);
+            m_endsChain[std::size_t(s)] = endsChain(spec.schedule, m_pp, spec.vpp, s);
             m_rankOf[std::size_t(s)] = stageRank(spec.schedule, m_pp, s);
             m_staticBytes[std::size_t(m_rankOf[std::size_t(s)])] += spec.stages[std::size_t(s)].static_bytes;
         }
@@ -166,11 +170,12 @@ private:
     {
         switch (action.kind) {
         case ActionKind::Forward:
-            return action.stage > 0 ? m_slots[here - std::size_t(m_microbatches)].forwardOut : 0.0;
+            return m_startsChain[std::size_t(action.stage)] ? 0.0
+                                                            : m_slots[here - std::size_t(m_microbatches)].forwardOut;
         case ActionKind::Backward:
         case ActionKind::BackwardInput: {
             const double forward = m_slots[here].forwardEnd;
-            if (forward < 0 || action.stage + 1 >= m_stageCount)
+            if (forward < 0 || m_endsChain[std::size_t(action.stage)])
                 return forward;
             const double gradient = m_slots[here + std::size_t(m_microbatches)].backwardOut;
             return gradient < 0 ? kNotYet : std::max(forward, gradient);
@@ -245,7 +250,7 @@ private:
         switch (action.kind) {
         case ActionKind::Forward:
             m_slots[here].forwardEnd = end;
-            if (action.stage + 1 < m_stageCount)
+            if (!m_endsChain[std::size_t(action.stage)])
                 m_slots[here].forwardOut = onSameRank(action.stage + 1, r)
                     ? end
                     : send(r, action, end, costs.send_forward, EventKind::SendForward);
@@ -253,7 +258,7 @@ private:
         case ActionKind::Backward:
         case ActionKind::BackwardInput:
             m_slots[here].backwardEnd = end;
-            if (action.stage > 0)
+            if (!m_startsChain[std::size_t(action.stage)])
                 m_slots[here].backwardOut = onSameRank(action.stage - 1, r)
                     ? end
                     : send(r, action, end, costs.send_backward, EventKind::SendBackward);
@@ -445,6 +450,10 @@ private:
     std::vector<int> m_inflight;
     std::vector<double> m_staticBytes; ///< static bytes of the rank's chunks plus transient bytes
     std::vector<int> m_rankOf; ///< per virtual stage: the rank that runs it
+    // per virtual stage: first / last of its direction (every stage but the ends has both neighbours; DualPipe has
+    // two directions, so two of each)
+    std::vector<bool> m_startsChain;
+    std::vector<bool> m_endsChain;
 
     std::vector<TimelineEvent> m_events;
     SimulationResult m_result;

@@ -165,9 +165,9 @@ struct FrameworkProfile
 
     // --- what the framework can run (bounds the search) --------------------------------------------------------
     std::vector<int> zero_stages {0, 1, 2, 3};
-    std::vector<ScheduleKind> schedules {ScheduleKind::GPipe,           ScheduleKind::OneFOneB,
-                                         ScheduleKind::Interleaved1F1B, ScheduleKind::ZeroBubbleH1,
-                                         ScheduleKind::ZeroBubbleV,     ScheduleKind::DualPipeV};
+    std::vector<ScheduleKind> schedules {
+        ScheduleKind::GPipe,       ScheduleKind::OneFOneB,  ScheduleKind::Interleaved1F1B, ScheduleKind::ZeroBubbleH1,
+        ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV, ScheduleKind::DualPipe};
     bool pipeline_with_zero23 = true; ///< DeepSpeed's pipeline engine refuses ZeRO-2/3
     bool context_parallel = true;
     bool expert_parallel = true;
