@@ -27,6 +27,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QCheckBox>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
@@ -658,6 +659,16 @@ void TestUiApp::whatIfShowsDelta()
     QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
     QCOMPARE(window.whatIfPanel()->editedConfig().moe_router_imbalance, 1.5);
     QCOMPARE(window.whatIfPanel()->result()->config.moe_capacity_factor, 1.25);
+
+    // The shared-expert overlap is a switch too; Llama 2 has no shared expert, and the what-if says so.
+    auto* shared = window.whatIfPanel()->findChild<QCheckBox*>(QStringLiteral("moeSharedExpertOverlap"));
+    QVERIFY(shared);
+    QVERIFY(!shared->isChecked());
+    shared->setChecked(true);
+    QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
+    QVERIFY(window.whatIfPanel()->editedConfig().moe_shared_expert_overlap);
+    const std::string why = window.whatIfPanel()->result()->reason;
+    QVERIFY2(why.find("ep > 1") != std::string::npos || why.find("shared expert") != std::string::npos, why.c_str());
 }
 
 void TestUiApp::exportPlanReloads()

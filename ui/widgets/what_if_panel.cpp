@@ -113,6 +113,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     , m_tpOverlap(new QCheckBox(tr("TP comm. overlap"), this))
     , m_paramGatherOverlap(new QCheckBox(tr("Param-gather overlap"), this))
     , m_a2aOverlap(new QCheckBox(tr("Expert all-to-all overlap"), this))
+    , m_sharedExpertOverlap(new QCheckBox(tr("Shared expert overlap"), this))
     , m_capacity(factorSpin(this, QStringLiteral("moeCapacity"), 0,
                             tr("Experts' capacity factor: each expert computes at most this times its even share "
                                "of the routed tokens and drops the rest (Megatron --moe-expert-capacity-factor); "
@@ -144,7 +145,11 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
                                         "(Megatron-LM --overlap-param-gather)"));
     m_a2aOverlap->setToolTip(tr("Overlap each micro-batch's expert all-to-alls with another micro-batch's compute "
                                 "(Megatron-Core --overlap-moe-expert-parallel-comm); needs EP > 1, two or more "
-                                "micro-batches and PP 1 or the interleaved schedule"));
+                                "micro-batches, and PP 1, the interleaved schedule, DualPipeV or DualPipe"));
+    m_sharedExpertOverlap->setObjectName(QStringLiteral("moeSharedExpertOverlap"));
+    m_sharedExpertOverlap->setToolTip(tr("Run the shared expert on a side stream while the routed tokens are "
+                                         "dispatched and combined (Megatron-Core --moe-shared-expert-overlap); needs "
+                                         "EP > 1 and a shared expert, and excludes the all-to-all overlap"));
     m_capacity->setSpecialValueText(tr("dropless"));
     m_fp8->setToolTip(tr("Run the linear layers' GEMMs in FP8 with dynamic scaling (torchtitan float8, Transformer "
                          "Engine); attention stays in the model's precision"));
@@ -190,7 +195,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     stagesLabel->setBuddy(m_stageLayers);
     grid->addWidget(stagesLabel, 7, 0, 1, 2);
     grid->addWidget(m_stageLayers, 7, 2, 1, 2);
-    grid->addWidget(m_a2aOverlap, 8, 0, 1, 4);
+    grid->addWidget(m_a2aOverlap, 8, 0, 1, 2);
+    grid->addWidget(m_sharedExpertOverlap, 8, 2, 1, 2);
     addPair(9, 0, tr("Capacity:"), m_capacity);
     addPair(9, 1, tr("Imbal.:"), m_imbalance);
     grid->setColumnStretch(1, 1);
@@ -247,7 +253,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         });
     for (QComboBox* box : {m_zero, m_recompute, m_schedule, m_framework})
         connect(box, &QComboBox::currentIndexChanged, this, &WhatIfPanel::scheduleEdit);
-    for (QCheckBox* box : {m_tpOverlap, m_paramGatherOverlap, m_a2aOverlap, m_fp8, m_eager})
+    for (QCheckBox* box : {m_tpOverlap, m_paramGatherOverlap, m_a2aOverlap, m_sharedExpertOverlap, m_fp8, m_eager})
         connect(box, &QCheckBox::toggled, this, &WhatIfPanel::scheduleEdit);
     for (QDoubleSpinBox* box : {m_capacity, m_imbalance})
         connect(box, &QDoubleSpinBox::valueChanged, this, &WhatIfPanel::scheduleEdit);
@@ -311,6 +317,7 @@ void WhatIfPanel::loadEditors(const ParallelConfig& c)
     m_tpOverlap->setChecked(c.tp_comm_overlap);
     m_paramGatherOverlap->setChecked(c.overlap_param_gather);
     m_a2aOverlap->setChecked(c.moe_a2a_overlap);
+    m_sharedExpertOverlap->setChecked(c.moe_shared_expert_overlap);
     m_capacity->setValue(c.moe_capacity_factor);
     m_imbalance->setValue(c.moe_router_imbalance);
     m_fp8->setChecked(c.fp8_linears);
@@ -338,6 +345,7 @@ ParallelConfig WhatIfPanel::editedConfig() const
     c.tp_comm_overlap = m_tpOverlap->isChecked() && c.sequence_parallel;
     c.overlap_param_gather = m_paramGatherOverlap->isChecked();
     c.moe_a2a_overlap = m_a2aOverlap->isChecked();
+    c.moe_shared_expert_overlap = m_sharedExpertOverlap->isChecked();
     c.moe_capacity_factor = m_capacity->value();
     c.moe_router_imbalance = m_imbalance->value();
     c.fp8_linears = m_fp8->isChecked();

@@ -81,6 +81,7 @@ private:
     QCheckBox* m_tpOverlap;
     QCheckBox* m_paramGatherOverlap;
     QCheckBox* m_a2aOverlap;
+    QCheckBox* m_sharedExpertOverlap;
     QDoubleSpinBox* m_capacity;
     QDoubleSpinBox* m_imbalance;
     QCheckBox* m_fp8;
