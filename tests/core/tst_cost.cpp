@@ -807,6 +807,51 @@ private Q_SLOTS:
         QCOMPARE(syncOf(model.evaluate(single, workload, timeline), 1), 0.0);
     }
 
+    void vPipelineSplitsByTime()
+    {
+        // Llama 3 70B (80 blocks, a 128k-vocabulary head worth about a block) on a ZB-V of 8 ranks: the even split
+        // (5 blocks per chunk, the embedding and the head on rank 0) leaves rank 0 a head's time over the others.
+        // Split by time, rank 0 gives up a block, no rank exceeds the even split's busiest, and every rank is within
+        // one block of the others.
+        CostModel model(presetGraph("llama3-70b", 1024), h100Node(8));
+        Workload workload;
+        workload.global_batch = 128;
+        workload.seq_len = 1024;
+        workload.memory_limit_bytes = 1e15;
+        ParallelConfig config;
+        config.tp = 4;
+        config.pp = 8;
+        config.vpp = 2;
+        config.dp = 2;
+        config.num_microbatches = 64;
+        config.schedule = ScheduleKind::ZeroBubbleV;
+        ParallelConfig even = config;
+        even.stage_layers.assign(16, 5);
+        even.stage_layers.front() += 1; // the embedding
+        even.stage_layers.back() += 1; // the head
+        const Evaluation split = model.evaluate(config, workload);
+        const Evaluation plain = model.evaluate(even, workload);
+        QVERIFY2(split.step_time > 0 && plain.step_time > 0, (split.reason + plain.reason).c_str());
+        const auto busiest = [](const Evaluation& e) {
+            double most = 0;
+            for (const auto& stage : e.stages)
+                most = std::max(most, stage.compute);
+            return most;
+        };
+        const auto layersOn = [](const StageReport& stage) {
+            int n = 0;
+            for (const auto& [first, last] : stage.chunks)
+                n += last - first + 1;
+            return n;
+        };
+        QVERIFY(layersOn(split.stages.front()) < layersOn(plain.stages.front()));
+        QVERIFY(busiest(split) <= busiest(plain));
+        const double block = split.stages[1].compute / (layersOn(split.stages[1]));
+        for (const auto& stage : split.stages)
+            QVERIFY(busiest(split) - stage.compute <= 1.01 * block);
+        QVERIFY(split.step_time <= plain.step_time);
+    }
+
     void expertGroupedGemmPadsAndReadsWeights()
     {
         // Qwen3-30B-A3B: 128 experts of [2048 x 768], top-8. One device, no EP.

@@ -3,6 +3,7 @@
 
 #include "memory_model.h"
 #include "shardscape/cost/uncertainty.h"
+#include "v_stage_split.h"
 
 #include "shardscape/support/error.h"
 #include "shardscape/support/strings.h"
@@ -561,7 +562,19 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     // under DualPipe, whose two directions run the same pp model stages.
     const int chunks = c.pp * c.vpp;
     const int modelChunks = layerChunks(c.schedule, c.pp, c.vpp);
-    const std::vector<int> counts = c.stage_layers.empty() ? defaultStageLayers(modelChunks) : c.stage_layers;
+    const auto costs = layerCosts(c);
+    std::vector<int> counts = c.stage_layers;
+    if (counts.empty() && isVShaped(c.schedule) && c.pp > 1) {
+        // A V puts both ends of the model (embedding, head) on rank 0: split by time so that no rank is the busiest
+        // by them (torchtitan leaves that to pipeline_parallel_first/last_stage_less_layers).
+        std::vector<double> time;
+        time.reserve(costs.size());
+        for (const auto& lc : costs)
+            time.push_back(lc->forward + lc->backward_input + lc->backward_weight);
+        counts = vShapedStageSplit(time, isBidirectional(c.schedule) ? c.pp / 2 : c.pp);
+    }
+    if (counts.empty())
+        counts = defaultStageLayers(modelChunks);
     std::vector<int> firstLayer(static_cast<std::size_t>(modelChunks) + 1, 0);
     for (int k = 0; k < modelChunks; ++k)
         firstLayer[static_cast<std::size_t>(k) + 1]
@@ -585,7 +598,6 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     const GroupShape denseZero {std::max(1, dpGroup / c.zero_ngroups),
                                 std::max(1, groupShape(c, "cp-dp").per_node / c.zero_ngroups)};
     const GroupShape denseZeroGrads = replicated(denseZero);
-    const auto costs = layerCosts(c);
     const auto sharded = [&](double dense, double expert, bool shard) {
         return shard ? dense / denseShard + expert / expertShard : dense + expert;
     };
