@@ -41,21 +41,7 @@ enum Row
 /** Layers per model chunk (virtual-stage order) that an evaluation used, automatic splits included. */
 std::vector<int> resolvedStageLayers(const Evaluation& e)
 {
-    if (!e.config.stage_layers.empty())
-        return e.config.stage_layers;
-    const int pp = static_cast<int>(e.stages.size());
-    std::vector<int> out;
-    for (int s = 0; pp > 0 && s < pp * e.config.vpp; ++s) {
-        const StageReport& stage = e.stages[static_cast<std::size_t>(stageRank(e.config.schedule, pp, s))];
-        const auto chunk = static_cast<std::size_t>(stageChunk(e.config.schedule, pp, s));
-        if (chunk < stage.chunks.size())
-            out.push_back(stage.chunks[chunk].second - stage.chunks[chunk].first + 1);
-        else if (e.config.vpp == 1)
-            out.push_back(stage.last_layer - stage.first_layer + 1);
-        else
-            return {};
-    }
-    return out;
+    return e.config.stage_layers.empty() ? e.chunkLayers() : e.config.stage_layers;
 }
 
 QString layersText(const std::vector<int>& layers)

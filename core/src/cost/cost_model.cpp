@@ -38,6 +38,22 @@ double Evaluation::peakMemory() const
     return peak;
 }
 
+std::vector<int> Evaluation::chunkLayers() const
+{
+    const int pp = static_cast<int>(stages.size());
+    const int vpp = pp > 0 ? static_cast<int>(stages.front().chunks.size()) : 0;
+    std::vector<int> counts(pp > 0 ? static_cast<std::size_t>(layerChunks(config.schedule, pp, vpp)) : 0, 0);
+    for (int r = 0; r < pp; ++r)
+        for (int k = 0; k < static_cast<int>(stages[static_cast<std::size_t>(r)].chunks.size()); ++k) {
+            const auto [first, last] = stages[static_cast<std::size_t>(r)].chunks[static_cast<std::size_t>(k)];
+            const auto chunk
+                = static_cast<std::size_t>(layerChunkOf(config.schedule, pp, chunkStage(config.schedule, pp, r, k)));
+            if (chunk < counts.size())
+                counts[chunk] = last - first + 1;
+        }
+    return counts;
+}
+
 namespace {
 
 /** Identical layers (every decoder block of a transformer) get the same signature, so they share costs. */

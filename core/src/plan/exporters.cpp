@@ -52,22 +52,6 @@ struct Reevaluation
     Evaluation evaluation;
 };
 
-std::vector<int> chunkLayers(const Evaluation& e, int pp)
-{
-    const ScheduleKind schedule = e.config.schedule;
-    const int vpp = e.stages.empty() ? 0 : static_cast<int>(e.stages.front().chunks.size());
-    std::vector<int> counts(e.stages.empty() ? 0 : static_cast<std::size_t>(layerChunks(schedule, pp, vpp)), 0);
-    for (std::size_t r = 0; r < e.stages.size(); ++r)
-        for (std::size_t k = 0; k < e.stages[r].chunks.size(); ++k) {
-            const auto [first, last] = e.stages[r].chunks[k];
-            const int stage = chunkStage(schedule, pp, static_cast<int>(r), static_cast<int>(k));
-            const auto v = static_cast<std::size_t>(layerChunkOf(schedule, pp, stage));
-            if (v < counts.size())
-                counts[v] = last - first + 1;
-        }
-    return counts;
-}
-
 /**
  * Re-simulates the plan as the planner evaluated it: the same layers (planningLayers with default settings), the
  * recorded stage split and memory limit. Notes when the result differs from what the plan recorded.
@@ -102,7 +86,7 @@ Reevaluation reevaluate(const LoadedPlan& plan, const ModelGraph& graph, const C
     options.record_timeline = timeline;
     options.require_full_cluster = false;
     out.evaluation = out.model->evaluate(plan.config, workload, options);
-    if (chunkLayers(out.evaluation, plan.config.pp) != plan.resolved_stage_layers) {
+    if (out.evaluation.chunkLayers() != plan.resolved_stage_layers) {
         // The automatic split of this model differs from the plan's: pin the plan's split.
         ParallelConfig pinned = plan.config;
         pinned.stage_layers = plan.resolved_stage_layers;

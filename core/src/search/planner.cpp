@@ -523,18 +523,8 @@ std::string selectedConfigLine(const Evaluation& e)
         : c.recompute == RecomputeKind::Selective                ? 1
         : c.recompute == RecomputeKind::Full                     ? 2
                                                                  : 3;
-    // Layers per model chunk in model order (virtual stage order; DualPipe's second direction repeats the first).
-    std::vector<int> counts(static_cast<std::size_t>(layerChunks(c.schedule, c.pp, c.vpp)), 0);
-    for (std::size_t r = 0; r < e.stages.size(); ++r)
-        for (std::size_t k = 0; k < e.stages[r].chunks.size(); ++k) {
-            const auto [first, last] = e.stages[r].chunks[k];
-            const int stage = chunkStage(c.schedule, c.pp, static_cast<int>(r), static_cast<int>(k));
-            const auto chunk = static_cast<std::size_t>(layerChunkOf(c.schedule, c.pp, stage));
-            if (chunk < counts.size())
-                counts[chunk] = last - first + 1;
-        }
     std::string layers;
-    for (const int n : counts)
+    for (const int n : e.chunkLayers())
         layers += cat(layers.empty() ? "" : " ", n);
     return cat(
         "num_stages : ", c.pp, ", num_micro_batches : ", c.num_microbatches, ", batch_per_device : ", c.micro_batch,

@@ -88,6 +88,9 @@ struct Evaluation
 
     /** Largest per-device peak over stages, bytes. */
     double peakMemory() const;
+    /** Layers per model chunk in virtual-stage order, as `stage_layers` takes them (automatic splits included):
+        pp x vpp entries, or pp under DualPipe, whose second direction repeats the first's stages. */
+    std::vector<int> chunkLayers() const;
 };
 
 /** The inputs every evaluation shares. */
