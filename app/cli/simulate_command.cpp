@@ -218,8 +218,8 @@ std::string wayOut(const Evaluation& e, const CostModel& model, const SimulateOp
     if (c.framework != Framework::Generic && !frameworkRestriction(frameworkProfile(c.framework), c).empty())
         return cat("--framework generic lifts ", frameworkName(c.framework), "'s limits");
     if (!c.stage_layers.empty())
-        return cat("give ", isBidirectional(c.schedule) ? "pp" : "pp x vpp", " = ",
-                   layerChunks(c.schedule, c.pp, c.vpp), " counts of at least 1 that sum to the model's ", layers,
+        return cat("give ", layerChunksName(c.schedule), " = ", layerChunks(c.schedule, c.pp, c.vpp),
+                   " counts of at least 1 that sum to the model's ", layers,
                    " layers (list them with: shardscape-cli inspect --model ", o.model, ")");
     if (e.simulation) {
         // Out of memory: the usual levers, cheapest first.

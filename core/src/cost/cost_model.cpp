@@ -399,7 +399,7 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     if (c.recompute == RecomputeKind::Modules && c.recompute_modules.empty())
         return "recompute by modules needs at least one module name";
     const int chunks = layerChunks(c.schedule, c.pp, c.vpp);
-    const char* chunkRule = isBidirectional(c.schedule) ? "pp" : "pp x vpp";
+    const std::string_view chunkRule = layerChunksName(c.schedule);
     if (chunks > static_cast<int>(m_layers.size()))
         return cat(chunkRule, " = ", chunks, " pipeline chunks but the model has only ", m_layers.size(), " layers");
     if (isVShaped(c.schedule)) {
@@ -606,13 +606,13 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     const auto replicated = [&](GroupShape g) {
         return isBidirectional(c.schedule) ? GroupShape {2 * g.size, ppInterNode ? g.per_node : 2 * g.per_node} : g;
     };
-    const GroupShape denseSync = replicated(groupShape(c, "cp-dp"));
+    const GroupShape dpShape = groupShape(c, "cp-dp");
+    const GroupShape denseSync = replicated(dpShape);
     // Expert replicas sit ep x etp ranks apart (Megatron's expert rank order: etp fastest, then ep, then expert dp).
     const GroupShape expertSync = replicated(
         {c.expertDp(), std::max(1, std::min(c.expertDp(), m_cluster.gpus_per_node / (c.ep * c.expertTp())))});
     // ZeRO's weight shards live in one direction's data-parallel group; its gradient reductions span both.
-    const GroupShape denseZero {std::max(1, dpGroup / c.zero_ngroups),
-                                std::max(1, groupShape(c, "cp-dp").per_node / c.zero_ngroups)};
+    const GroupShape denseZero {std::max(1, dpGroup / c.zero_ngroups), std::max(1, dpShape.per_node / c.zero_ngroups)};
     const GroupShape denseZeroGrads = replicated(denseZero);
     const auto sharded = [&](double dense, double expert, bool shard) {
         return shard ? dense / denseShard + expert / expertShard : dense + expert;

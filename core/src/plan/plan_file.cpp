@@ -377,8 +377,8 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     if (!c.stage_layers.empty()) {
         if (static_cast<int>(c.stage_layers.size()) != layerChunks(c.schedule, c.pp, c.vpp))
             f.fail("stage_layers",
-                   cat("has ", c.stage_layers.size(), " entries, expected ",
-                       isBidirectional(c.schedule) ? "pp" : "pp x vpp", " = ", layerChunks(c.schedule, c.pp, c.vpp)));
+                   cat("has ", c.stage_layers.size(), " entries, expected ", layerChunksName(c.schedule), " = ",
+                       layerChunks(c.schedule, c.pp, c.vpp)));
         std::int64_t sum = 0;
         for (const int n : c.stage_layers)
             sum += n;

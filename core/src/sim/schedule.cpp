@@ -380,6 +380,11 @@ int layerChunks(ScheduleKind kind, int pp, int vpp)
     return isBidirectional(kind) ? pp : pp * vpp;
 }
 
+std::string_view layerChunksName(ScheduleKind kind)
+{
+    return isBidirectional(kind) ? "pp" : "pp x vpp";
+}
+
 int layerChunkOf(ScheduleKind kind, int pp, int stage)
 {
     return isBidirectional(kind) ? stage % pp : stage;

@@ -91,12 +91,6 @@ struct LayerParams
 };
 
 /**
- * Computes layer costs from the op graph: each op's share under the layout (tp-sharded roles and, with
- * sequence parallelism, the replicated ones divide by tp; everything divides by cp), its roofline time
- * from the cost source, Megatron's collectives, and the stash implied by the saved tensors and the
- * recomputation rules (a recomputed module keeps only its external inputs).
- */
-/**
  * Routed token copies the busiest expert-parallel rank computes, over the mean per rank. Dropless: the larger of the
  * router's own skew and the sampling spread of top-k routing, E[max of ep counts of mean mu] ~ mu + sqrt(2 mu ln ep)
  * (the Gaussian bound on the largest of ep nearly independent binomial counts), so 1 + sqrt(2 ln(ep) / mu). A capacity
@@ -105,6 +99,12 @@ struct LayerParams
  */
 double expertLoadFactor(double capacityFactor, double routerImbalance, int ep, double routedPerRank);
 
+/**
+ * Computes layer costs from the op graph: each op's share under the layout (tp-sharded roles and, with
+ * sequence parallelism, the replicated ones divide by tp; everything divides by cp), its roofline time
+ * from the cost source, Megatron's collectives, and the stash implied by the saved tensors and the
+ * recomputation rules (a recomputed module keeps only its external inputs).
+ */
 LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& producer, const Layer& layer,
                            const LayerLayout& layout, const CostSource& source);
 

@@ -65,6 +65,8 @@ bool isBidirectional(ScheduleKind kind);
 bool startsChain(ScheduleKind kind, int pp, int stage);
 /** Whether virtual stage `stage` is the last of its direction (its forward ends in the loss). */
 bool endsChain(ScheduleKind kind, int pp, int vpp, int stage);
+/** How the layer split's length is named in messages: "pp" under DualPipe, "pp x vpp" otherwise (layerChunks). */
+std::string_view layerChunksName(ScheduleKind kind);
 /** Micro-batches that pass through each virtual stage: all of them, or half under DualPipe (one direction each). */
 int chainMicrobatches(ScheduleKind kind, int numMicrobatches);
 /** Model stages the layers are split into: pp x vpp chunks, or pp under DualPipe (both directions run the same
