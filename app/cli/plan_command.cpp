@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cli_common.h"
 #include "commands.h"
+#include "serving_cli.h"
 #include "text_table.h"
 
 #include "shardscape/hardware/cluster.h"
@@ -147,6 +148,12 @@ int runPlan(const PlanOptions& o)
     if (!o.framework.empty())
         config.framework = frameworkFromOption(o.framework);
 
+    if (!config.is_train) {
+        if (!config.load_plan_path.empty())
+            throw InputError("--load-plan re-simulates training plans; is_train false plans serving",
+                             "use simulate --mode inference for one serving deployment");
+        return runServingPlan({o.model, o.cluster, o.nodes, o.gpus_per_node, o.json, o.save_plan, o.dump}, config);
+    }
     BuildOptions build;
     build.seq_len = o.seq_len;
     Problem problem;

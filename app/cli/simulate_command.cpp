@@ -2,6 +2,7 @@
 // `simulate`: predicts one parallel configuration with the cost model and prints, writes and traces it.
 #include "cli_common.h"
 #include "commands.h"
+#include "serving_cli.h"
 #include "text_table.h"
 
 #include "shardscape/cost/cost_model.h"
@@ -76,6 +77,8 @@ struct SimulateOptions
     std::string save_plan;
     std::string profile_dir;
     std::string framework; ///< empty = generic, or the job config's with --from-config
+    std::string mode = "train"; ///< train | inference
+    ServingCliOptions serving;
 
     // Set from the parser after parsing: whether the user chose these explicitly.
     bool nodes_given = false;
@@ -593,8 +596,9 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     std::vector<CLI::Option*> required;
     std::vector<CLI::Option*> configuration;
     required.push_back(cmd->add_option("--tp", o->tp, "tensor-parallel degree")->check(degree));
+    auto* tpOption = required.back();
     required.push_back(cmd->add_option("--pp", o->pp, "pipeline-parallel degree (pipeline ranks)")->check(degree));
-    required.push_back(cmd->add_option("--dp", o->dp, "data-parallel degree")->check(degree));
+    required.push_back(cmd->add_option("--dp", o->dp, "data-parallel degree (inference: replicas)")->check(degree));
     configuration.push_back(
         cmd->add_option("--vpp", o->vpp, "model chunks per pipeline rank (implies --schedule interleaved)")
             ->check(degree)
@@ -625,10 +629,12 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
                         "recompute the modules whose paths end with these suffixes, comma-separated ('ROOT' = every "
                         "block); implies recompute=modules")
             ->delimiter(','));
-    configuration.push_back(
-        cmd->add_option("--ep", o->ep, "expert-parallel degree (MoE; ep x etp must divide tp x cp x dp)")
-            ->check(degree)
-            ->capture_default_str());
+    auto* epOption = cmd->add_option("--ep", o->ep,
+                                     "expert-parallel degree (MoE; ep x etp must divide tp x cp x dp; inference: 1 or "
+                                     "tp x dp)")
+                         ->check(degree)
+                         ->capture_default_str();
+    configuration.push_back(epOption);
     configuration.push_back(
         cmd->add_option("--etp", o->etp,
                         "expert tensor-parallel degree (MoE; Megatron --expert-tensor-parallel-size; "
@@ -717,10 +723,59 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     for (auto* option : configuration)
         option->excludes(fromConfig);
     required.push_back(globalBatch);
-    cmd->footer("--tp, --pp, --dp, --micro-batch and --global-batch are required unless --from-config gives them. "
+    cmd->add_option("--mode", o->mode,
+                    "train (a training step) or inference (a serving deployment: TTFT, TPOT, tokens/s, KV cache)")
+        ->check(CLI::IsMember({"train", "inference"}))
+        ->capture_default_str();
+    const std::vector<CLI::Option*> servingOptions = addServingOptions(cmd, o->serving);
+    std::vector<CLI::Option*> trainingOnly;
+    for (auto* option : required)
+        if (option->get_name() != "--pp" && option->get_name() != "--dp" && option != tpOption)
+            trainingOnly.push_back(option);
+    for (auto* option : configuration)
+        if (option != epOption)
+            trainingOnly.push_back(option);
+    cmd->footer("--tp, --pp, --dp, --micro-batch and --global-batch are required unless --from-config gives them; "
+                "--mode inference needs --tp only and takes --input-len, --output-len, --concurrency instead. "
                 "Exit code 2 with a one-line reason on stderr when the configuration is invalid or does not fit; "
                 "--json is still written.");
-    cmd->callback([&action, o, nodes, schedule, gpusPerNode, fromConfig, required] {
+    cmd->callback([&action, cmd, o, nodes, schedule, gpusPerNode, fromConfig, required, trainingOnly, servingOptions] {
+        // The callback runs inside the parser: misuse is reported by the action, where InputError maps to exit 2.
+        std::string misuse;
+        if (o->mode == "inference") {
+            std::vector<std::string> names;
+            for (auto* option : trainingOnly)
+                if (option->count() > 0)
+                    names.push_back(option->get_name());
+            for (const char* name : {"--from-config", "--trace", "--seq-len", "--framework"})
+                if (cmd->count(name) > 0)
+                    names.push_back(name);
+            if (!names.empty())
+                misuse = cat(names.front(), " is a training option; --mode inference does not take it");
+            ServingSimulateInput in;
+            in.model = o->model;
+            in.cluster = o->cluster;
+            in.nodes = nodes->count() > 0 ? o->nodes : 0;
+            in.gpus_per_node = o->gpus_per_node;
+            in.parallel = {o->tp, o->pp, o->ep, o->dp};
+            in.memory_gb = o->memory_gb;
+            in.json = o->json;
+            in.save_plan = o->save_plan;
+            in.profile_dir = o->profile_dir;
+            action = [in, o, misuse] {
+                if (!misuse.empty())
+                    throw InputError(misuse, "drop it, or simulate training without --mode inference");
+                return runServingSimulate(in, o->serving);
+            };
+            return;
+        }
+        for (auto* option : servingOptions)
+            if (option->count() > 0 && misuse.empty())
+                misuse = cat(option->get_name(), " is an inference option");
+        if (!misuse.empty()) {
+            action = [misuse]() -> int { throw InputError(misuse, "add --mode inference"); };
+            return;
+        }
         if (fromConfig->count() == 0)
             for (auto* option : required)
                 if (option->count() == 0)

@@ -51,9 +51,13 @@ bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
         && a.ignore_small_tensor_threshold == b.ignore_small_tensor_threshold && a.method == b.method
         && a.max_cp == b.max_cp && a.layer_num == b.layer_num && a.tp_comm_overlap == b.tp_comm_overlap
         && a.overlap_param_gather == b.overlap_param_gather && a.moe_a2a_overlap == b.moe_a2a_overlap
-        && a.moe_shared_expert_overlap == b.moe_shared_expert_overlap && a.moe_capacity_factor == b.moe_capacity_factor && a.moe_router_imbalance == b.moe_router_imbalance
-        && a.fp8_linears == b.fp8_linears && a.fp8_recipe == b.fp8_recipe && a.eager_kernels == b.eager_kernels
-        && a.framework == b.framework && a.min_memory_headroom == b.min_memory_headroom;
+        && a.moe_shared_expert_overlap == b.moe_shared_expert_overlap && a.moe_capacity_factor == b.moe_capacity_factor
+        && a.moe_router_imbalance == b.moe_router_imbalance && a.fp8_linears == b.fp8_linears
+        && a.fp8_recipe == b.fp8_recipe && a.eager_kernels == b.eager_kernels && a.framework == b.framework
+        && a.min_memory_headroom == b.min_memory_headroom && a.input_len == b.input_len && a.output_len == b.output_len
+        && a.concurrency == b.concurrency && a.weight_dtype == b.weight_dtype && a.kv_cache_dtype == b.kv_cache_dtype
+        && a.max_ttft_ms == b.max_ttft_ms && a.max_tpot_ms == b.max_tpot_ms
+        && a.serving_framework == b.serving_framework && a.memory_fraction == b.memory_fraction;
 }
 
 /** Every field away from its default (and values that are not round in binary). */
@@ -99,6 +103,15 @@ PlannerConfig unusualConfig()
     c.framework = Framework::DeepSpeed;
     c.fp8_recipe = Float8Recipe::Rowwise; // read only with fp8_linears, which DeepSpeed cannot run
     c.min_memory_headroom = 2.7;
+    c.input_len = 3000;
+    c.output_len = 77;
+    c.concurrency = 48;
+    c.weight_dtype = WeightFormat::INT4;
+    c.kv_cache_dtype = DType::FP8;
+    c.max_ttft_ms = 250.5;
+    c.max_tpot_ms = 33.3;
+    c.serving_framework = ServingFramework::Sglang;
+    c.memory_fraction = 0.85;
     return c;
 }
 
@@ -146,7 +159,7 @@ private Q_SLOTS:
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
         // 32 AutoDist keys + method, max_cp, layer_num, the five framework features, use_profile, framework and
         // min_memory_headroom
-        QCOMPARE(allKeys.size(), std::size_t {47});
+        QCOMPARE(allKeys.size(), std::size_t {56});
     }
 
     void roundTrip()

@@ -240,7 +240,8 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     if (problem.global_batch < 1)
         throw InputError(cat("global batch must be at least 1 (got ", problem.global_batch, ")"));
     if (!config.is_train)
-        throw InputError("inference planning (is_train: false) is not supported yet", "set is_train to true");
+        throw InputError("is_train false plans a serving deployment, not a training step",
+                         "plan it with planServing (the CLI's plan and the GUI's inference mode do)");
 
     const Cluster cluster = plannedCluster(problem, config);
     CostParams params;

@@ -6,6 +6,7 @@
 #include "shardscape/support/json_fields.h"
 #include "shardscape/support/json_file.h"
 #include "shardscape/support/strings.h"
+#include "shardscape/support/units.h"
 
 #include <algorithm>
 #include <array>
@@ -45,6 +46,9 @@ constexpr double kMaxCoefficient = 1e6;
 constexpr double kMaxBytes = 1e15;
 
 constexpr std::string_view kAuto = "auto";
+constexpr std::string_view kMax = "max";
+constexpr std::int64_t kMaxServingTokens = 100'000'000;
+constexpr std::int64_t kMaxConcurrency = 1'000'000;
 constexpr const char* kScheduleHint = "use auto, gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipev or dualpipe";
 constexpr const char* kMethodHint = "use auto, data, zero2, zero3, shard or pipeshard";
 constexpr std::string_view kOtherFramework = "or choose another framework (\"generic\" runs everything)";
@@ -427,6 +431,40 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
             c.min_memory_headroom = number("min_memory_headroom", 0.0, kMaxMemoryGB, c.min_memory_headroom);
         }
     }
+    c.input_len = f.optInteger("input_len", 1, kMaxServingTokens).value_or(c.input_len);
+    c.output_len = f.optInteger("output_len", 1, kMaxServingTokens).value_or(c.output_len);
+    if (const json* concurrency = f.find("concurrency")) {
+        if (concurrency->is_string() && toLower(concurrency->get<std::string>()) == kMax)
+            c.concurrency = 0;
+        else if (concurrency->is_number_integer() && concurrency->get<std::int64_t>() >= 1
+                 && concurrency->get<std::int64_t>() <= kMaxConcurrency)
+            c.concurrency = concurrency->get<int>();
+        else
+            f.fail("concurrency",
+                   cat("expected requests in flight in [1, ", kMaxConcurrency, "] or \"max\", got ",
+                       describeJson(*concurrency)));
+    }
+    if (const auto name = f.optString("weight_dtype")) {
+        const auto format = parseWeightFormat(*name);
+        if (!format)
+            f.fail("weight_dtype", cat("unknown weight dtype '", *name, "'"), "use bf16, fp8, int8, int4 or fp4");
+        c.weight_dtype = *format;
+    }
+    if (const auto name = f.optString("kv_cache_dtype")) {
+        const auto dtype = toLower(*name) == kAuto ? std::optional<DType>(DType::BF16) : parseDType(*name);
+        if (!dtype || (*dtype != DType::BF16 && *dtype != DType::FP8 && *dtype != DType::F16))
+            f.fail("kv_cache_dtype", cat("unsupported KV cache dtype '", *name, "'"), "use bf16, fp16 or fp8");
+        c.kv_cache_dtype = *dtype;
+    }
+    c.max_ttft_ms = number("max_ttft_ms", 0.0, 1e9, c.max_ttft_ms);
+    c.max_tpot_ms = number("max_tpot_ms", 0.0, 1e9, c.max_tpot_ms);
+    if (const auto name = f.optString("serving_framework")) {
+        const auto framework = parseServingFramework(*name);
+        if (!framework)
+            f.fail("serving_framework", cat("unknown serving framework '", *name, "'"), "use vllm or sglang");
+        c.serving_framework = *framework;
+    }
+    c.memory_fraction = number("memory_fraction", 0.0, 1.0, c.memory_fraction);
     f.checkNoUnknownKeys();
     validateConfig(c, origin);
     return c;
@@ -485,7 +523,32 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"eager_kernels", c.eager_kernels},
                  {"layer_num", c.layer_num},
                  {"framework", frameworkName(c.framework)},
-                 {"min_memory_headroom", c.min_memory_headroom < 0 ? json(kAuto) : json(c.min_memory_headroom)}};
+                 {"min_memory_headroom", c.min_memory_headroom < 0 ? json(kAuto) : json(c.min_memory_headroom)},
+                 {"input_len", c.input_len},
+                 {"output_len", c.output_len},
+                 {"concurrency", c.concurrency == 0 ? json(kMax) : json(c.concurrency)},
+                 {"weight_dtype", weightFormatName(c.weight_dtype)},
+                 {"kv_cache_dtype", dtypeName(c.kv_cache_dtype)},
+                 {"max_ttft_ms", c.max_ttft_ms},
+                 {"max_tpot_ms", c.max_tpot_ms},
+                 {"serving_framework", servingFrameworkName(c.serving_framework)},
+                 {"memory_fraction", c.memory_fraction}};
+}
+
+ServingRequest PlannerConfig::servingRequest() const
+{
+    ServingRequest r;
+    r.input_len = input_len;
+    r.output_len = output_len;
+    r.concurrency = concurrency;
+    r.weight_format = weight_dtype;
+    r.kv_dtype = kv_cache_dtype;
+    r.max_ttft_ms = max_ttft_ms;
+    r.max_tpot_ms = max_tpot_ms;
+    r.framework = serving_framework;
+    r.memory_fraction = memory_fraction;
+    r.memory_limit_bytes = memory_constraint * units::kGB;
+    return r;
 }
 
 } // namespace shardscape

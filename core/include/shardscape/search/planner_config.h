@@ -2,6 +2,7 @@
 #pragma once
 
 #include "shardscape/cost/framework_profile.h"
+#include "shardscape/cost/serving.h"
 
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
@@ -96,6 +97,20 @@ struct PlannerConfig
         many layers before stage partitioning; 0 = group by module path (graphs without repeated blocks then get
         min(ops, 32) automatic layers). */
     int layer_num = 0;
+    /** Inference planning (is_train false): the requests the deployment serves, their numerics and latency bounds
+        (DESIGN.md wave 2; ServingRequest). concurrency 0 = "max". memory_fraction 0 = the serving framework's. */
+    std::int64_t input_len = 1024;
+    std::int64_t output_len = 256;
+    int concurrency = 0;
+    WeightFormat weight_dtype = WeightFormat::BF16;
+    DType kv_cache_dtype = DType::BF16;
+    double max_ttft_ms = 0;
+    double max_tpot_ms = 0;
+    ServingFramework serving_framework = ServingFramework::Vllm;
+    double memory_fraction = 0;
+
+    /** The serving request these keys describe (memory_constraint becomes its per-GPU limit). */
+    ServingRequest servingRequest() const;
 
     /** Throws InputError naming the key when a value is out of range or inconsistent. */
     void validate() const;
