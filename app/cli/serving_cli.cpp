@@ -93,8 +93,8 @@ ServingRequest servingRequestFromOptions(const ServingCliOptions& o, double memo
     if (!format)
         throw InputError(cat("unknown --weight-dtype '", o.weight_dtype, "'"), "use bf16, fp8, int8, int4 or fp4");
     r.weight_format = *format;
-    const auto kv = toLower(o.kv_dtype) == "auto" ? std::optional<DType>(DType::BF16) : parseDType(o.kv_dtype);
-    if (!kv || (*kv != DType::BF16 && *kv != DType::FP8 && *kv != DType::F16))
+    const auto kv = parseKvCacheDtype(o.kv_dtype);
+    if (!kv)
         throw InputError(cat("unsupported --kv-dtype '", o.kv_dtype, "'"), "use bf16, fp16 or fp8");
     r.kv_dtype = *kv;
     const auto framework = parseServingFramework(o.serving_framework);

@@ -65,6 +65,15 @@ double weightFormatBits(WeightFormat format)
     return 4 + 8.0 / 16; // NVFP4: an fp8 e4m3 scale per block of 16
 }
 
+std::optional<DType> parseKvCacheDtype(std::string_view name)
+{
+    const std::string lower = toLower(name);
+    const auto dtype = lower == "auto" ? std::optional<DType>(DType::BF16) : parseDType(lower);
+    if (!dtype || (*dtype != DType::BF16 && *dtype != DType::FP8 && *dtype != DType::F16))
+        return std::nullopt;
+    return dtype;
+}
+
 std::string_view servingFrameworkName(ServingFramework framework)
 {
     return framework == ServingFramework::Vllm ? "vllm" : "sglang";

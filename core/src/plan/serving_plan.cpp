@@ -63,8 +63,8 @@ ServingRequest servingRequestFromJson(const json& doc, std::string_view origin)
         r.weight_format = *format;
     }
     if (const auto name = f.optString("kv_cache_dtype")) {
-        const auto dtype = toLower(*name) == "auto" ? std::optional<DType>(DType::BF16) : parseDType(*name);
-        if (!dtype || (*dtype != DType::BF16 && *dtype != DType::FP8 && *dtype != DType::F16))
+        const auto dtype = parseKvCacheDtype(*name);
+        if (!dtype)
             f.fail("kv_cache_dtype", cat("unsupported KV cache dtype '", *name, "'"), "use bf16, fp16 or fp8");
         r.kv_dtype = *dtype;
     }

@@ -451,8 +451,8 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
         c.weight_dtype = *format;
     }
     if (const auto name = f.optString("kv_cache_dtype")) {
-        const auto dtype = toLower(*name) == kAuto ? std::optional<DType>(DType::BF16) : parseDType(*name);
-        if (!dtype || (*dtype != DType::BF16 && *dtype != DType::FP8 && *dtype != DType::F16))
+        const auto dtype = parseKvCacheDtype(*name);
+        if (!dtype)
             f.fail("kv_cache_dtype", cat("unsupported KV cache dtype '", *name, "'"), "use bf16, fp16 or fp8");
         c.kv_cache_dtype = *dtype;
     }

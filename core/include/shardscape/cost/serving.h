@@ -28,6 +28,9 @@ std::optional<WeightFormat> parseWeightFormat(std::string_view name);
 /** Stored bits per weight, scales included: 16, 8, 8, 4.25 (bf16 scale + zero per 128), 4.5 (fp8 scale per 16). */
 double weightFormatBits(WeightFormat format);
 
+/** A KV-cache element type: bf16, fp16 or fp8 (and "auto" = bf16, as the engines' default); nullopt otherwise. */
+std::optional<DType> parseKvCacheDtype(std::string_view name);
+
 /** The serving engine the deployment runs on; it sets the memory split and the scheduler's defaults. */
 enum class ServingFramework : std::uint8_t
 {
