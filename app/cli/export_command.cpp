@@ -7,13 +7,16 @@
 #include "shardscape/model/model_source.h"
 #include "shardscape/plan/exporters.h"
 #include "shardscape/plan/plan_file.h"
+#include "shardscape/plan/serving_export.h"
 #include "shardscape/support/atomic_file.h"
 #include "shardscape/support/error.h"
+#include "shardscape/support/json_file.h"
 #include "shardscape/support/strings.h"
 
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 namespace shardscape::cli {
 
@@ -35,11 +38,43 @@ std::string formatNames()
     std::vector<std::string> names;
     for (const auto target : exportTargets())
         names.emplace_back(exportTargetName(target));
-    return join(names, ", ");
+    return join(names, ", ") + ", vllm, sglang (serving plans)";
+}
+
+/** vllm / sglang: a serving plan's launch command. */
+int runServingExport(const ExportOptions& o, const nlohmann::json& doc)
+{
+    const auto target = parseServingExportTarget(o.format);
+    if (!target)
+        throw InputError(cat(o.plan, " is a serving plan; '", o.format, "' exports training plans"),
+                         "choose vllm or sglang");
+    const LoadedServingPlan plan = servingPlanFromJson(doc, o.plan);
+    const std::string modelPath = servingModelPath(o.model.empty() ? plan.model_spec : o.model);
+    if (modelPath.empty())
+        throw InputError(cat(o.plan, " does not record the model it was made for"), "pass --model");
+    const ServingExport result = exportServingPlan(*target, plan, modelPath);
+    for (const auto& note : result.notes)
+        std::cerr << "note: " << note << '\n';
+    if (o.out == "-") {
+        std::cout << result.text;
+        return kExitOk;
+    }
+    writeFileAtomic(o.out, result.text);
+    namespace fs = std::filesystem;
+    std::error_code ignored;
+    fs::permissions(o.out, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                    fs::perm_options::add, ignored);
+    std::cout << "wrote " << servingExportTargetName(*target) << " export of " << o.plan << " to " << o.out << '\n';
+    return kExitOk;
 }
 
 int runExport(const ExportOptions& o)
 {
+    if (const nlohmann::json doc = readJsonFile(o.plan); isServingPlan(doc))
+        return runServingExport(o, doc);
+    if (parseServingExportTarget(o.format))
+        throw InputError(cat(o.plan, " is a training plan; ", o.format, " launches serving plans"),
+                         "plan serving with is_train false (or simulate --mode inference --save-plan) first");
     const auto target = parseExportTarget(o.format);
     if (!target)
         throw InputError(cat("unknown format '", o.format, "'"), "choose " + formatNames());
@@ -89,7 +124,7 @@ void addExportCommand(CLI::App& app, CommandAction& action)
     auto o = std::make_shared<ExportOptions>();
     auto* cmd = app.add_subcommand("export", "Write a saved plan as a framework config, launcher, trace or dump");
     cmd->add_option("--plan,-p", o->plan,
-                    "plan file (shardscape.plan/1, from plan --save-plan or simulate --save-plan)")
+                    "plan file (shardscape.plan/1, or shardscape.serving-plan/1 for vllm and sglang; from --save-plan)")
         ->required();
     cmd->add_option("--format,-f", o->format, "what to write: " + formatNames())->required();
     cmd->add_option("--out,-o", o->out, "output file ('-' for stdout); written atomically")->required();
