@@ -288,28 +288,35 @@ private:
     GroupShape m_epGroup;
 };
 
-/** vLLM: gpu_memory_utilization 0.9. SGLang: mem_fraction_static by GPU memory (server_args.py). */
-double defaultMemoryFraction(ServingFramework framework, double capacityBytes, int tp)
+/** vLLM V1 (EngineArgs._set_default_args, vllm/engine/arg_utils.py @99d7eb5): max_num_batched_tokens 8192 for
+    `vllm serve` on GPUs of 70 GiB or more other than the A100, else 2048. SGLang (arg_groups/memory_hook.py
+    handle_gpu_memory_settings @a82da8d): chunked_prefill_size 2048 under 20 GiB, 4096 under 60 GiB, 8192 under
+    160 GiB, 16384 above. */
+std::int64_t defaultBatchedTokens(ServingFramework framework, const DeviceSpec& device)
+{
+    const double gib = device.memory_bytes / units::kGiB;
+    if (framework == ServingFramework::Vllm)
+        return gib >= 70 && device.name.find("a100") == std::string::npos ? 8192 : 2048;
+    return gib < 20 ? 2048 : gib < 60 ? 4096 : gib < 160 ? 8192 : 16384;
+}
+
+/**
+ * vLLM: gpu_memory_utilization 0.9. SGLang (memory_hook.py L245-297 @a82da8d): (memory - reserved) / memory with
+ * reserved = 512 MiB + 1.5 KiB x max(chunked_prefill_size, 2048) + tp x pp / 8 GiB + the CUDA graphs' share (2 MiB
+ * per decode batch size up to 256 or 512, 1.5 GiB more for MLA's prefill graphs), at least 10 GiB above 60 GiB.
+ */
+double defaultMemoryFraction(ServingFramework framework, const DeviceSpec& device, const ServingParallel& parallel,
+                             std::int64_t batchedTokens, bool mla)
 {
     if (framework == ServingFramework::Vllm)
         return 0.9;
-    (void)capacityBytes;
-    if (tp >= 16)
-        return 0.79;
-    if (tp >= 8)
-        return 0.81;
-    if (tp >= 4)
-        return 0.85;
-    if (tp >= 2)
-        return 0.87;
-    return 0.88;
-}
-
-/** vLLM V1's max_num_batched_tokens and SGLang's chunked_prefill_size on data-centre GPUs. */
-std::int64_t defaultBatchedTokens(ServingFramework framework, double capacityBytes)
-{
-    (void)framework;
-    return capacityBytes >= 70 * units::kGiB ? 8192 : 2048;
+    const double memoryMiB = device.memory_bytes / units::kMiB;
+    const double graphMiB = (parallel.tp < 4 ? 256.0 : 512.0) * 2 + (mla ? 1536.0 : 0.0);
+    double reservedMiB = 512 + 1.5 * static_cast<double>(std::max<std::int64_t>(batchedTokens, 2048))
+        + parallel.tp * parallel.pp / 8.0 * 1024 + graphMiB;
+    if (memoryMiB > 60 * 1024)
+        reservedMiB = std::max(reservedMiB, 10.0 * 1024);
+    return std::round((memoryMiB - reservedMiB) / memoryMiB * 1000) / 1000;
 }
 
 struct Timing
@@ -400,12 +407,11 @@ ServingEstimate estimateServing(const ServingModel& model, const Cluster& cluste
     e.cost_source = costs.name();
     const double capacity = request.memory_limit_bytes > 0 ? request.memory_limit_bytes : cluster.device.memory_bytes;
     e.memory.capacity = capacity;
+    e.max_batched_tokens = request.max_batched_tokens > 0 ? request.max_batched_tokens
+                                                          : defaultBatchedTokens(request.framework, cluster.device);
     e.memory_fraction = request.memory_fraction > 0
         ? request.memory_fraction
-        : defaultMemoryFraction(request.framework, cluster.device.memory_bytes, parallel.tp);
-    e.max_batched_tokens = request.max_batched_tokens > 0
-        ? request.max_batched_tokens
-        : defaultBatchedTokens(request.framework, cluster.device.memory_bytes);
+        : defaultMemoryFraction(request.framework, cluster.device, parallel, e.max_batched_tokens, model.mla);
     if (const std::string error = servingParallelError(model, cluster, parallel); !error.empty()) {
         e.reason = error;
         return e;

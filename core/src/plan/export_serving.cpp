@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Serving plans as vLLM and SGLang launch commands. Every flag is one the engine's argument parser defines (see
-// shared/research/export-validity.md, "Serving exports", for the file and line of each).
+// Serving plans as vLLM and SGLang launch commands. Every flag is one the engine's argument parser defines
+// (SERVING_EXPORTS.md beside this file gives the file, line and commit of each).
 #include "shardscape/plan/serving_export.h"
 
 #include "shardscape/model/model_source.h"
@@ -16,8 +16,8 @@ namespace shardscape {
 namespace {
 
 /** The versions whose argument parsers the flags were checked against. */
-constexpr std::string_view kVllmVersion = "vLLM 0.11";
-constexpr std::string_view kSglangVersion = "SGLang 0.5";
+constexpr std::string_view kVllmVersion = "vLLM (flags of vllm/engine/arg_utils.py @99d7eb5, about v0.11)";
+constexpr std::string_view kSglangVersion = "SGLang (flags of python/sglang/srt/server_args.py @47ed7ecf, 0.5 series)";
 
 std::string quoted(const std::string& text)
 {
