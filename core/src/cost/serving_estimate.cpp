@@ -427,6 +427,7 @@ ServingEstimate estimateServing(const ServingModel& model, const Cluster& cluste
     const auto batchedTokens = static_cast<double>(e.max_batched_tokens);
     // The replica holds as many sequences as its tightest stage's KV pool.
     double perReplica = 1e18;
+    double sequenceBytes = 0; ///< one full-context sequence's KV cache on the tightest stage
     for (const auto& stage : est.stages()) {
         ServingMemory m;
         m.capacity = capacity;
@@ -444,21 +445,20 @@ ServingEstimate estimateServing(const ServingModel& model, const Cluster& cluste
         }
         const double perSequence = est.stageKvBytesPerSequence(stage, context);
         const double fits = m.kv_pool > 0 ? std::floor(m.kv_pool / perSequence) : 0;
-        if (fits < perReplica || m.weights > e.memory.weights) {
-            perReplica = std::min(perReplica, fits);
+        if (fits < perReplica) {
+            perReplica = fits;
+            sequenceBytes = perSequence;
             e.kv_bytes_per_token = est.stageKvBytesPerToken(stage);
             e.memory = m;
         }
     }
     perReplica = std::min(perReplica, static_cast<double>(serving.max_batch_per_replica));
     e.max_concurrency = static_cast<int>(perReplica) * parallel.dp;
-    const Stage& first = est.stages().front();
-    const double oneSequence = est.stageKvBytesPerSequence(first, context);
     if (e.max_concurrency < 1) {
         e.reason = cat("the weights take ", fixed(e.memory.weights / units::kGB, 1), " GB per GPU and leave ",
                        fixed(std::max(0.0, e.memory.kv_pool) / units::kGB, 2), " GB of ",
                        fixed(capacity / units::kGB, 1), " GB for KV cache; one ", request.contextLen(),
-                       "-token sequence needs ", fixed(oneSequence / units::kGB, 2), " GB");
+                       "-token sequence needs ", fixed(sequenceBytes / units::kGB, 2), " GB");
         return e;
     }
 
@@ -490,7 +490,7 @@ ServingEstimate estimateServing(const ServingModel& model, const Cluster& cluste
     e.total_tokens_per_s = t.output_tokens_per_s * context / static_cast<double>(request.output_len);
     e.prefill_s = timingAt(est, request, parallel, 1, batchedTokens).ttft;
     const double perReplicaUsed = std::ceil(static_cast<double>(concurrency) / parallel.dp);
-    e.memory.kv_cache = perReplicaUsed * est.stageKvBytesPerSequence(first, context);
+    e.memory.kv_cache = perReplicaUsed * sequenceBytes;
     std::vector<int> levels;
     for (int c = 1; c < e.max_concurrency; c *= 2)
         levels.push_back(c);
