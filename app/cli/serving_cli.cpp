@@ -218,18 +218,8 @@ int runServingPlan(const ServingPlanInput& in, const PlannerConfig& config)
               << " " << cluster.device.name << "\n";
     PrintingProgress progress;
     const ServingPlanResult result = planServing(graph, cluster, config, progress);
-    if (!in.json.empty()) {
-        nlohmann::json doc {{"mode", "inference"},
-                            {"candidates", nlohmann::json::array()},
-                            {"search",
-                             {{"candidates_total", result.counts.candidates_total},
-                              {"candidates_feasible", result.counts.candidates_feasible},
-                              {"elapsed_s", result.counts.elapsed_s}}}};
-        for (const auto* list : {&result.top, &result.infeasible})
-            for (const auto& e : *list)
-                doc["candidates"].push_back(servingJson(e));
-        writeJsonOutput(doc, in.json);
-    }
+    if (!in.json.empty())
+        writeJsonOutput(servingResultJson(result), in.json);
     if (result.top.empty()) {
         std::cout << "\nNo deployment serves this request. The closest:\n";
         printServingCandidates(result.infeasible);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // shardscape: the desktop app. Parses the command line, then hands over to MainWindow.
 #include "jobs/plan_job.h"
+#include "jobs/serving_job.h"
 #include "widgets/main_window.h"
 
 #include <QApplication>
@@ -84,7 +85,11 @@ int main(int argc, char* argv[])
                                         QStringLiteral("Measured-profile directory (holding profile.json) for the "
                                                        "planner; the Profile panel is brought to the front."),
                                         QStringLiteral("DIR"));
-    parser.addOptions({screenshot, exportPlan, size, model, cluster, nodes, gpus, profileDir});
+    const QCommandLineOption mode(QStringLiteral("mode"),
+                                  QStringLiteral("training (plan a training job) or inference (size a serving "
+                                                 "deployment)."),
+                                  QStringLiteral("MODE"));
+    parser.addOptions({screenshot, exportPlan, size, model, cluster, nodes, gpus, profileDir, mode});
     parser.process(app);
 
     shardscape::ui::MainWindowOptions options;
@@ -96,6 +101,14 @@ int main(int argc, char* argv[])
     options.model = parser.value(model);
     options.cluster = parser.value(cluster);
     options.profile_dir = parser.value(profileDir);
+    if (parser.isSet(mode)) {
+        const QString value = parser.value(mode);
+        if (value != QLatin1String("training") && value != QLatin1String("inference")) {
+            std::fprintf(stderr, "shardscape: --mode wants training or inference, not '%s'\n", qPrintable(value));
+            return kExitBadInput;
+        }
+        options.inference = value == QLatin1String("inference");
+    }
     bool ok = true;
     if (parser.isSet(nodes) && ((options.nodes = parser.value(nodes).toInt(&ok)) < 1 || !ok)) {
         std::fprintf(stderr, "shardscape: --nodes wants a positive whole number, not '%s'\n",
@@ -131,7 +144,10 @@ int main(int argc, char* argv[])
     // --export-plan and --screenshot: wait for the plan and its selected row, export, let the views paint, grab,
     // quit.
     int status = kExitOk;
-    QObject::connect(&window, &shardscape::ui::MainWindow::selectionShown, &app, [&] {
+    // A training plan is shown once its selected row is; an inference plan as soon as it is in the table.
+    const auto shown
+        = options.inference ? &shardscape::ui::MainWindow::planShown : &shardscape::ui::MainWindow::selectionShown;
+    QObject::connect(&window, shown, &app, [&] {
         if (!exportPath.isEmpty() && !window.exportPlan(exportPath)) {
             std::fprintf(stderr, "shardscape: %s\n", qPrintable(window.lastError()));
             status = kExitBadInput;
@@ -149,11 +165,13 @@ int main(int argc, char* argv[])
             app.quit();
         });
     });
-    QObject::connect(window.planJob(), &shardscape::ui::PlanJob::failed, &app, [&](const QString& message) {
+    const auto planningFailed = [&](const QString& message) {
         std::fprintf(stderr, "shardscape: planning failed: %s\n", qPrintable(message));
         status = kExitBadInput;
         app.quit();
-    });
+    };
+    QObject::connect(window.planJob(), &shardscape::ui::PlanJob::failed, &app, planningFailed);
+    QObject::connect(window.servingJob(), &shardscape::ui::ServingJob::failed, &app, planningFailed);
     QTimer::singleShot(kBatchTimeoutMs, &app, [&] {
         std::fprintf(stderr, "shardscape: the plan was not shown within %d s\n", kBatchTimeoutMs / 1000);
         status = kExitInternal;

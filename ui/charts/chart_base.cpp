@@ -11,8 +11,11 @@
 #include <QPainter>
 #include <QSvgGenerator>
 #include <QToolTip>
+#include <QXYSeries>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace shardscape::ui {
 
@@ -169,6 +172,21 @@ bool ChartBase::exportImage(const QString& path)
     if (!QImageWriter::supportedImageFormats().contains(suffix.toLatin1()))
         return false;
     return grab().save(path);
+}
+
+int nearestPointIndex(const QXYSeries* series, const QPointF& point)
+{
+    const auto points = series->points();
+    int best = -1;
+    double bestDistance = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < points.size(); ++i) {
+        const double d = std::abs(points[i].x() - point.x()) + std::abs(points[i].y() - point.y());
+        if (d < bestDistance) {
+            bestDistance = d;
+            best = i;
+        }
+    }
+    return best;
 }
 
 } // namespace shardscape::ui

@@ -8,6 +8,8 @@
 
 class QAbstractAxis;
 class QValueAxis;
+class QXYSeries;
+class QPointF;
 
 namespace shardscape::ui {
 
@@ -64,6 +66,9 @@ private:
     std::vector<AxisTitle> m_axisTitles;
     bool m_compact = false;
 };
+
+/** Index of the point of `series` nearest `point` (the hovered or clicked one), or -1 when it has none. */
+int nearestPointIndex(const QXYSeries* series, const QPointF& point);
 
 /** Okabe-Ito colours (distinguishable under the common colour-vision deficiencies), shared by the charts. */
 namespace chart_colors {

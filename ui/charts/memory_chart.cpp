@@ -95,6 +95,7 @@ void MemoryChart::clear()
     m_rangeGB = {0, 0};
     m_stages.clear();
     m_devices.clear();
+    m_servingToolTip.clear();
     m_axisX->clear();
     m_axisY->setRange(0, 80);
     m_axisY->applyNiceNumbers();
@@ -164,6 +165,55 @@ void MemoryChart::setEvaluation(const Evaluation& evaluation)
         QString::fromStdString(evaluation.config.describe()));
 }
 
+void MemoryChart::setServing(const ServingEstimate& estimate)
+{
+    clear();
+    const ServingMemory& m = estimate.memory;
+    if (m.capacity <= 0) {
+        setChartTitle(tr("Memory per GPU"), QString::fromStdString(estimate.reason));
+        return;
+    }
+    struct Part
+    {
+        QString name;
+        unsigned color;
+        double bytes;
+    };
+    const std::array<Part, 5> parts {{
+        {tr("weights"), chart_colors::kBlue, m.weights},
+        {tr("KV in use"), chart_colors::kPurple, m.kv_cache},
+        {tr("KV free"), 0xFFE8C5DA, std::max(0.0, m.kv_pool - m.kv_cache)},
+        {tr("activations"), chart_colors::kOrange, m.activations},
+        {tr("reserve"), chart_colors::kGrey, m.reserve},
+    }};
+    QList<QBarSet*> sets;
+    double total = 0;
+    m_servingToolTip = tr("<b>one GPU of the fullest stage</b>: %1 GB of %2 GB")
+                           .arg((m.weights + m.kv_pool + m.activations + m.reserve) / kBytesPerGB, 0, 'f', 2)
+                           .arg(m.capacity / kBytesPerGB, 0, 'f', 1);
+    for (const Part& part : parts) {
+        auto* set = new QBarSet(part.name);
+        set->setColor(QColor(part.color));
+        set->setBorderColor(QColor(part.color).darker(120));
+        set->append(part.bytes / kBytesPerGB);
+        sets << set;
+        total += part.bytes / kBytesPerGB;
+        m_servingToolTip += QStringLiteral("<br>%1: %2 GB").arg(part.name).arg(part.bytes / kBytesPerGB, 0, 'f', 2);
+    }
+    m_bars->append(sets);
+    const QString deployment = QString::fromStdString(estimate.parallel.describe());
+    m_axisX->append(QStringList {tr("one GPU")});
+    setAxisTitle(m_axisX, deployment, deployment);
+    m_limitGB = m.capacity / kBytesPerGB;
+    m_limit->append(-0.5, m_limitGB);
+    m_limit->append(0.5, m_limitGB);
+    m_limit->setName(tr("limit %1 GB").arg(m_limitGB, 0, 'f', 1));
+    m_axisY->setRange(0, std::max(total, m_limitGB) * 1.08);
+    m_axisY->applyNiceNumbers();
+    setChartTitle(tr("KV cache %1 GB per GPU").arg(m.kv_cache / kBytesPerGB, 0, 'f', 1),
+                  tr("%1 sequences in flight, room for %2").arg(estimate.concurrency).arg(estimate.max_concurrency));
+}
+
 QList<QBarSet*> MemoryChart::barSets() const
 {
     return m_bars->barSets();
@@ -176,6 +226,10 @@ QStringList MemoryChart::categories() const
 
 void MemoryChart::showBarToolTip(bool hovered, int index, QBarSet* set)
 {
+    if (!m_servingToolTip.isEmpty()) {
+        showToolTip(hovered ? m_servingToolTip : QString());
+        return;
+    }
     if (!hovered || index < 0 || index >= static_cast<int>(m_stages.size())) {
         showToolTip({});
         return;

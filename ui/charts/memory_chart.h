@@ -4,6 +4,7 @@
 #include "chart_base.h"
 
 #include "shardscape/cost/cost_model.h"
+#include "shardscape/cost/serving.h"
 
 #include <QList>
 #include <QStringList>
@@ -33,6 +34,9 @@ public:
     ~MemoryChart() override;
 
     void setEvaluation(const Evaluation& evaluation);
+    /** A serving deployment: one bar for a GPU of its fullest stage, stacked weights, the KV cache the requests in
+        flight hold, the rest of the KV pool the engine reserved, activations and reserve, against the GPU's limit. */
+    void setServing(const ServingEstimate& estimate);
     void clear();
 
     /** One set per component, in the order weights, gradients, optimizer, activations, transient, reserve; GB per
@@ -65,6 +69,7 @@ private:
     double m_limitGB = 0;
     std::vector<MemoryBreakdown> m_stages; ///< bytes, for the tool tips
     std::vector<int> m_devices; ///< GPUs per stage, for the tool tips
+    QString m_servingToolTip; ///< the bar's tool tip for a serving deployment
 };
 
 } // namespace shardscape::ui

@@ -34,22 +34,6 @@ QString describe(const Evaluation& e)
     return text;
 }
 
-/** Index of the point of `series` equal to `point` (the hovered/clicked one), or -1. */
-int indexOf(const QScatterSeries* series, const QPointF& point)
-{
-    const auto points = series->points();
-    int best = -1;
-    double bestDistance = std::numeric_limits<double>::infinity();
-    for (int i = 0; i < points.size(); ++i) {
-        const double d = std::abs(points[i].x() - point.x()) + std::abs(points[i].y() - point.y());
-        if (d < bestDistance) {
-            bestDistance = d;
-            best = i;
-        }
-    }
-    return best;
-}
-
 } // namespace
 
 ParetoChart::ParetoChart(QWidget* parent)
@@ -108,7 +92,7 @@ ParetoChart::ParetoChart(QWidget* parent)
     connect(m_infeasible, &QScatterSeries::hovered, this,
             [this](const QPointF& p, bool state) { onHovered(p, state, false); });
     connect(m_feasible, &QScatterSeries::clicked, this, [this](const QPointF& p) {
-        const int k = indexOf(m_feasible, p);
+        const int k = nearestPointIndex(m_feasible, p);
         if (k >= 0)
             Q_EMIT candidateClicked(m_feasiblePoints[static_cast<std::size_t>(k)].index);
     });
@@ -216,7 +200,7 @@ void ParetoChart::onHovered(const QPointF& point, bool state, bool feasible)
     }
     const auto* series = feasible ? m_feasible : m_infeasible;
     const auto& points = feasible ? m_feasiblePoints : m_infeasiblePoints;
-    const int k = indexOf(series, point);
+    const int k = nearestPointIndex(series, point);
     if (k >= 0 && k < static_cast<int>(points.size()))
         showToolTip(points[static_cast<std::size_t>(k)].text);
 }

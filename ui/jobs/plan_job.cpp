@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "jobs/plan_job.h"
 
-#include "jobs/forwarding_progress.h"
+#include "jobs/planner_job_start.h"
 
 namespace shardscape::ui {
 
@@ -17,30 +17,10 @@ PlanJob::~PlanJob() = default;
 quint64 PlanJob::start(const PlanRequest& request)
 {
     m_request = request;
-    // The generation is known only after start(); the handlers compare against the one stored here.
-    auto generation = std::make_shared<quint64>(0);
-    auto sink = std::make_shared<ForwardingProgress>(
-        m_tracker.mailbox(),
-        [this, generation](const QString& phase, quint64 done, quint64 total) {
-            if (*generation == m_tracker.generation())
-                emit progressChanged(phase, done, total);
-        },
-        [this, generation](const QString& line) {
-            if (*generation == m_tracker.generation())
-                emit logLine(line);
-        });
-    *generation
-        = m_tracker.start([request, sink](std::stop_token stop) { return runPlanRequest(request, *sink, stop); },
-                          [this](JobOutcome<std::shared_ptr<const PlanResult>> outcome) {
-                              if (outcome.cancelled)
-                                  emit cancelled();
-                              else if (!outcome.error.isEmpty())
-                                  emit failed(outcome.error);
-                              else
-                                  emit planAvailable(std::move(*outcome.value));
-                          });
-    emit started(*generation);
-    return *generation;
+    return startPlannerJob(
+        this, m_tracker,
+        [request](ProgressSink& progress, std::stop_token stop) { return runPlanRequest(request, progress, stop); },
+        &PlanJob::planAvailable);
 }
 
 void PlanJob::cancel()

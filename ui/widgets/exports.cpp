@@ -3,6 +3,7 @@
 
 #include "shardscape/plan/plan_file.h"
 #include "shardscape/plan/result_json.h"
+#include "shardscape/plan/serving_plan.h"
 #include "shardscape/sim/chrome_trace.h"
 #include "shardscape/support/error.h"
 
@@ -63,6 +64,25 @@ QByteArray resultFileText(const PlanResult& result)
     std::vector<Evaluation> all = result.top;
     all.insert(all.end(), result.infeasible.begin(), result.infeasible.end());
     return pretty(resultJson(all, *result.model, result.counts));
+}
+
+QByteArray servingPlanFileText(const ServingEstimate& chosen, const ServingPlanResult& result,
+                               const PlanRequest& request)
+{
+    return pretty(servingPlanJson(chosen, result.cluster, request.model_spec, result.model_name));
+}
+
+QByteArray servingResultFileText(const ServingPlanResult& result)
+{
+    return pretty(servingResultJson(result));
+}
+
+ServingExport servingExportText(ServingExportTarget target, const ServingEstimate& chosen,
+                                const ServingPlanResult& result, const PlanRequest& request)
+{
+    const LoadedServingPlan plan = servingPlanFromJson(
+        servingPlanJson(chosen, result.cluster, request.model_spec, result.model_name), "the selected deployment");
+    return exportServingPlan(target, plan, servingModelPath(request.model_spec));
 }
 
 QByteArray chromeTraceText(const Evaluation& evaluation)

@@ -4,6 +4,8 @@
 #include "jobs/plan_request.h"
 
 #include "shardscape/plan/exporters.h"
+#include "shardscape/plan/serving_export.h"
+#include "shardscape/search/serving_planner.h"
 
 #include <QByteArray>
 #include <QString>
@@ -29,6 +31,17 @@ QByteArray resultFileText(const PlanResult& result);
  */
 ExportResult exportedText(ExportTarget target, const Evaluation& chosen, const CostModel& model,
                           const PlanRequest& request, const SimulationResult* timeline);
+
+/** The serving plan file (shardscape.serving-plan/1) of one deployment of an inference plan. */
+QByteArray servingPlanFileText(const ServingEstimate& chosen, const ServingPlanResult& result,
+                               const PlanRequest& request);
+
+/** The inference plan's result document (every deployment, feasible first), as `plan --json` writes it. */
+QByteArray servingResultFileText(const ServingPlanResult& result);
+
+/** The engine's launch script (vLLM, SGLang) for one deployment, built from its plan file as `export` does. */
+ServingExport servingExportText(ServingExportTarget target, const ServingEstimate& chosen,
+                                const ServingPlanResult& result, const PlanRequest& request);
 
 /** The timeline as Chrome Trace Event JSON (Perfetto, chrome://tracing). InputError when it has no events. */
 QByteArray chromeTraceText(const Evaluation& evaluation);

@@ -4,6 +4,7 @@
 #include "jobs/evaluate_job.h"
 #include "jobs/model_job.h"
 #include "jobs/plan_job.h"
+#include "jobs/serving_job.h"
 #include "models/candidates_model.h"
 #include "models/format.h"
 #include "models/layers_model.h"
@@ -17,6 +18,7 @@
 #include "widgets/planner_panel.h"
 #include "widgets/profile_panel.h"
 #include "widgets/recent_files.h"
+#include "widgets/serving_view.h"
 #include "widgets/what_if_panel.h"
 
 #include "shardscape/support/error.h"
@@ -43,6 +45,7 @@
 #include <QScrollArea>
 #include <QSettings>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QStatusBar>
 #include <QTimer>
 #include <QToolBar>
@@ -88,6 +91,7 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
     : QMainWindow(parent)
     , m_options(options)
     , m_planJob(new PlanJob(this))
+    , m_servingJob(new ServingJob(this))
     , m_evaluateJob(new EvaluateJob(this))
     , m_modelJob(new ModelJob(this))
 {
@@ -111,6 +115,9 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
         m_clusterPanel->setNodes(m_options.nodes);
     if (m_options.gpus_per_node > 0)
         m_clusterPanel->setGpusPerNode(m_options.gpus_per_node);
+    if (m_options.inference)
+        m_plannerPanel->setInference(true);
+    showMode(m_plannerPanel->isInference());
     if (!m_options.profile_dir.isEmpty()) {
         m_profilePanel->setProfileDir(m_options.profile_dir);
         findChild<QDockWidget*>(QStringLiteral("profileDock"))->raise();
@@ -172,7 +179,18 @@ void MainWindow::createPanels()
         m_centerSplitter->setStretchFactor(0, 2);
         m_centerSplitter->setStretchFactor(1, 5);
     }
-    setCentralWidget(m_centerSplitter);
+    m_servingView = new ServingView;
+    m_servingView->setObjectName(QStringLiteral("servingView"));
+    m_centerStack = new QStackedWidget;
+    m_centerStack->addWidget(m_centerSplitter);
+    m_centerStack->addWidget(m_servingView);
+    setCentralWidget(m_centerStack);
+    connect(m_plannerPanel, &PlannerPanel::modeChanged, this, [this](bool inference) {
+        showMode(inference);
+        statusBar()->showMessage(inference ? tr("Inference mode: press Plan (Ctrl+R) to size a serving deployment")
+                                           : tr("Training mode: press Plan (Ctrl+R)"),
+                                 5000);
+    });
 
     connect(m_modelPanel, &ModelPanel::modelSpecChanged, this, [this] {
         loadModelOverview();
@@ -335,6 +353,16 @@ void MainWindow::createActions()
                              [this, target](const QString& path) { return exportForTarget(target, path); });
         });
     }
+    exportMenu->addSeparator();
+    for (const ServingExportTarget target : {ServingExportTarget::Vllm, ServingExportTarget::Sglang}) {
+        const QString name = format::text(servingExportTargetName(target));
+        const QString title
+            = target == ServingExportTarget::Vllm ? tr("&vLLM Serve Command…") : tr("&SGLang Launch Command…");
+        connect(exportMenu->addAction(title), &QAction::triggered, this, [this, target, name] {
+            exportWithDialog(tr("Export for %1").arg(name), tr("Shell scripts (*.sh)"), name + QStringLiteral(".sh"),
+                             [this, target](const QString& path) { return exportServing(target, path); });
+        });
+    }
     const auto views = m_views->imageViews();
     if (!views.empty()) {
         m_exportImageMenu = exportMenu->addMenu(tr("&Image"));
@@ -403,27 +431,34 @@ void MainWindow::createActions()
 
 void MainWindow::connectJobs()
 {
-    connect(m_planJob, &PlanJob::started, this, [this] {
-        setPlanning(true);
-        m_log->appendPlainText(QStringLiteral("──"));
-    });
-    connect(m_planJob, &PlanJob::progressChanged, this, [this](const QString& phase, quint64 done, quint64 total) {
-        m_phase->setText(phase);
-        m_progress->setValue(total > 0 ? static_cast<int>(done * 1000 / total) : 0);
-        m_progress->setFormat(total > 1 ? QStringLiteral("%1 / %2").arg(done).arg(total) : QStringLiteral("%p%"));
-    });
-    connect(m_planJob, &PlanJob::logLine, m_log, &QPlainTextEdit::appendPlainText);
+    // The training and the serving planner report alike; only their answers differ.
+    const auto connectPlanner = [this](auto* job) {
+        using Job = std::remove_pointer_t<decltype(job)>;
+        connect(job, &Job::started, this, [this] {
+            setPlanning(true);
+            m_log->appendPlainText(QStringLiteral("──"));
+        });
+        connect(job, &Job::progressChanged, this, [this](const QString& phase, quint64 done, quint64 total) {
+            m_phase->setText(phase);
+            m_progress->setValue(total > 0 ? static_cast<int>(done * 1000 / total) : 0);
+            m_progress->setFormat(total > 1 ? QStringLiteral("%1 / %2").arg(done).arg(total) : QStringLiteral("%p%"));
+        });
+        connect(job, &Job::logLine, m_log, &QPlainTextEdit::appendPlainText);
+        connect(job, &Job::failed, this, [this](const QString& message) {
+            setPlanning(false);
+            m_log->appendPlainText(tr("planning failed: %1").arg(message));
+            reportError(tr("Planning Failed"), message);
+        });
+        connect(job, &Job::cancelled, this, [this] {
+            setPlanning(false);
+            m_log->appendPlainText(tr("planning cancelled"));
+            statusBar()->showMessage(tr("Planning cancelled"), 5000);
+        });
+    };
+    connectPlanner(m_planJob);
+    connectPlanner(m_servingJob);
     connect(m_planJob, &PlanJob::planAvailable, this, &MainWindow::onPlanAvailable);
-    connect(m_planJob, &PlanJob::failed, this, [this](const QString& message) {
-        setPlanning(false);
-        m_log->appendPlainText(tr("planning failed: %1").arg(message));
-        reportError(tr("Planning Failed"), message);
-    });
-    connect(m_planJob, &PlanJob::cancelled, this, [this] {
-        setPlanning(false);
-        m_log->appendPlainText(tr("planning cancelled"));
-        statusBar()->showMessage(tr("Planning cancelled"), 5000);
-    });
+    connect(m_servingJob, &ServingJob::servingAvailable, this, &MainWindow::onServingAvailable);
 
     connect(m_evaluateJob, &EvaluateJob::evaluationAvailable, this, &MainWindow::onEvaluationAvailable);
     connect(m_evaluateJob, &EvaluateJob::failed, this, [this](const QString& message) {
@@ -462,15 +497,24 @@ PlanRequest MainWindow::currentRequest() const
 
 void MainWindow::plan()
 {
-    m_planJob->start(currentRequest());
+    const PlanRequest request = currentRequest();
+    // One planner at a time: the latest request, of either mode, wins.
+    if (request.config.is_train) {
+        m_servingJob->cancel();
+        m_planJob->start(request);
+    } else {
+        m_planJob->cancel();
+        m_servingJob->start(request);
+    }
 }
 
 void MainWindow::cancelPlan()
 {
-    if (!m_planJob->isRunning())
+    if (!m_planJob->isRunning() && !m_servingJob->isRunning())
         return;
     m_phase->setText(tr("cancelling…"));
     m_planJob->cancel();
+    m_servingJob->cancel();
 }
 
 void MainWindow::setPlanning(bool planning)
@@ -680,6 +724,10 @@ void MainWindow::exportWithDialog(const QString& title, const QString& filter, c
 bool MainWindow::exportPlan(const QString& path)
 {
     try {
+        if (isServingShown()) {
+            saveFileAtomically(path, servingPlanFileText(selectedDeployment(), *m_serving, m_servingRequest));
+            return true;
+        }
         const Evaluation* e = m_candidates->model()->evaluation(m_candidates->currentCandidate());
         if (!m_result || !e)
             throw InputError("there is no selected plan to export", "plan (Ctrl+R) and select a candidate");
@@ -694,6 +742,12 @@ bool MainWindow::exportPlan(const QString& path)
 bool MainWindow::exportResult(const QString& path)
 {
     try {
+        if (isServingShown()) {
+            if (!m_serving)
+                throw InputError("there is no plan to export", "plan first (Ctrl+R)");
+            saveFileAtomically(path, servingResultFileText(*m_serving));
+            return true;
+        }
         if (!m_result)
             throw InputError("there is no plan to export", "plan first (Ctrl+R)");
         saveFileAtomically(path, resultFileText(*m_result));
@@ -720,6 +774,9 @@ bool MainWindow::exportChromeTrace(const QString& path)
 bool MainWindow::exportForTarget(ExportTarget target, const QString& path)
 {
     try {
+        if (isServingShown())
+            throw InputError("the plan shown is a serving deployment, which a training framework does not run",
+                             "export it with File > Export > vLLM or SGLang, or plan in training mode");
         const int row = m_candidates->currentCandidate();
         const Evaluation* e = m_candidates->model()->evaluation(row);
         if (!m_result || !e)
@@ -779,6 +836,7 @@ void MainWindow::closeEvent(QCloseEvent* event)
     if (m_options.use_settings)
         saveSettings();
     m_planJob->cancel();
+    m_servingJob->cancel();
     QMainWindow::closeEvent(event);
 }
 

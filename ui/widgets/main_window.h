@@ -6,6 +6,8 @@
 #include "models/model_overview.h"
 
 #include "shardscape/plan/exporters.h"
+#include "shardscape/plan/serving_export.h"
+#include "shardscape/search/serving_planner.h"
 
 #include <QMainWindow>
 
@@ -19,6 +21,7 @@ class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
 class QSplitter;
+class QStackedWidget;
 class QToolButton;
 
 namespace shardscape::ui {
@@ -34,6 +37,8 @@ class PlanJob;
 class PlannerPanel;
 class ProfilePanel;
 class RecentFiles;
+class ServingJob;
+class ServingView;
 class WhatIfPanel;
 
 /** How the window starts. */
@@ -46,6 +51,7 @@ struct MainWindowOptions
     int nodes = 0; ///< > 0 overrides
     int gpus_per_node = 0; ///< > 0 overrides
     QString profile_dir; ///< overrides the measured-profile directory; the Profile panel is brought to the front
+    bool inference = false; ///< start in inference mode (size a serving deployment)
 };
 
 /**
@@ -75,9 +81,16 @@ public:
     bool exportChromeTrace(const QString& path);
     /** The selected candidate through one of the core's exporters (torchtitan, Megatron-LM, DeepSpeed, ...). */
     bool exportForTarget(ExportTarget target, const QString& path);
+    /** The selected serving deployment as the engine's launch script (vLLM, SGLang). */
+    bool exportServing(ServingExportTarget target, const QString& path);
+    /** Whether the centre shows an inference plan (the planner's inference mode) rather than a training one. */
+    bool isServingShown() const;
 
     // For tests and the app's --screenshot.
     PlanJob* planJob() const { return m_planJob; }
+    ServingJob* servingJob() const { return m_servingJob; }
+    ServingView* servingView() const { return m_servingView; }
+    const std::shared_ptr<const ServingPlanResult>& currentServing() const { return m_serving; }
     EvaluateJob* evaluateJob() const { return m_evaluateJob; }
     ModelPanel* modelPanel() const { return m_modelPanel; }
     ClusterPanel* clusterPanel() const { return m_clusterPanel; }
@@ -123,6 +136,11 @@ private:
     void updateProfileCluster();
 
     void onPlanAvailable(std::shared_ptr<const PlanResult> result);
+    void onServingAvailable(std::shared_ptr<const ServingPlanResult> result);
+    /** Shows the training views or the serving view in the centre. */
+    void showMode(bool inference);
+    /** The deployment selected in the serving view, or an InputError naming what to do. */
+    const ServingEstimate& selectedDeployment() const;
     void onCandidateChanged(int row);
     void onEvaluationAvailable(const SelectionEvaluation& result);
     void onWhatIfEdited(const ParallelConfig& config);
@@ -135,6 +153,7 @@ private:
 
     MainWindowOptions m_options;
     PlanJob* m_planJob;
+    ServingJob* m_servingJob;
     EvaluateJob* m_evaluateJob;
     ModelJob* m_modelJob;
 
@@ -148,7 +167,9 @@ private:
     ProfilePanel* m_profilePanel = nullptr;
     QPlainTextEdit* m_log = nullptr;
     QPlainTextEdit* m_explanation = nullptr;
+    QStackedWidget* m_centerStack = nullptr;
     QSplitter* m_centerSplitter = nullptr;
+    ServingView* m_servingView = nullptr;
     QSplitter* m_inputsSplitter = nullptr;
     QPushButton* m_planButton = nullptr;
     QLabel* m_phase = nullptr;
@@ -165,6 +186,8 @@ private:
     QAction* m_exportTraceAction = nullptr;
     QMenu* m_exportImageMenu = nullptr;
 
+    std::shared_ptr<const ServingPlanResult> m_serving;
+    PlanRequest m_servingRequest; ///< the request m_serving answers
     std::shared_ptr<const PlanResult> m_result;
     PlanRequest m_resultRequest; ///< the request m_result answers
     std::shared_ptr<const ModelOverview> m_overview;

@@ -4,6 +4,8 @@
 #include "jobs/plan_request.h"
 #include "models/format.h"
 
+#include "shardscape/cost/serving.h"
+
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
@@ -59,6 +61,10 @@ void restoreCombo(QComboBox* box, const QVariant& value)
 
 PlannerPanel::PlannerPanel(QWidget* parent)
     : QWidget(parent)
+    , m_mode(combo(this,
+                   {{tr("training"), QStringLiteral("train")}, {tr("inference (serving)"), QStringLiteral("serve")}},
+                   tr("is_train: training plans a training job; inference sizes a serving deployment (vLLM / SGLang) "
+                      "for a request shape under latency bounds")))
     , m_globalBatch(new QSpinBox(this))
     , m_seqLen(new QSpinBox(this))
     , m_stages(new QSpinBox(this))
@@ -66,7 +72,14 @@ PlannerPanel::PlannerPanel(QWidget* parent)
     , m_topk(new QSpinBox(this))
     , m_maxBubble(new QDoubleSpinBox(this))
     , m_minBalance(new QDoubleSpinBox(this))
+    , m_inputLen(new QSpinBox(this))
+    , m_outputLen(new QSpinBox(this))
+    , m_concurrency(new QSpinBox(this))
+    , m_maxTtft(new QDoubleSpinBox(this))
+    , m_maxTpot(new QDoubleSpinBox(this))
+    , m_memoryFraction(new QDoubleSpinBox(this))
 {
+    m_globalBatch->setObjectName(QStringLiteral("global_batch"));
     m_globalBatch->setRange(1, 1 << 30);
     m_globalBatch->setValue(256);
     m_globalBatch->setToolTip(tr("Sequences per training step"));
@@ -133,21 +146,46 @@ PlannerPanel::PlannerPanel(QWidget* parent)
                            "allocator fragmentation) and bounds the search to what it runs (its ZeRO stages, pipeline "
                            "schedules, context/expert/tensor parallelism). generic: no framework, every option"));
 
-    auto* form = new QFormLayout(this);
-    form->setContentsMargins(0, 0, 0, 0);
-    form->addRow(tr("Global &batch:"), m_globalBatch);
-    form->addRow(tr("Se&quence length:"), m_seqLen);
-    form->addRow(tr("Pipeline &stages:"), m_stages);
-    form->addRow(tr("Micro-ba&tch:"), m_microBatch);
-    form->addRow(tr("&ZeRO:"), m_zero);
-    form->addRow(tr("&Recompute:"), m_recompute);
-    form->addRow(tr("Sc&hedule:"), m_schedule);
-    form->addRow(tr("So&lver:"), m_solver);
-    form->addRow(tr("Top-&k:"), m_topk);
-    form->addRow(tr("Max bubble ratio:"), m_maxBubble);
-    form->addRow(tr("Min stage balance:"), m_minBalance);
-    form->addRow(tr("Met&hod:"), m_method);
-    form->addRow(tr("Frame&work:"), m_framework);
+    createInferenceRows();
+
+    m_form = new QFormLayout(this);
+    m_form->setContentsMargins(0, 0, 0, 0);
+    m_form->addRow(tr("M&ode:"), m_mode);
+    const auto trainingRow = [this](const QString& label, QWidget* field) {
+        m_form->addRow(label, field);
+        m_trainingRows << field;
+    };
+    const auto inferenceRow = [this](const QString& label, QWidget* field) {
+        m_form->addRow(label, field);
+        m_inferenceRows << field;
+    };
+    trainingRow(tr("Global &batch:"), m_globalBatch);
+    trainingRow(tr("Se&quence length:"), m_seqLen);
+    inferenceRow(tr("&Input tokens:"), m_inputLen);
+    inferenceRow(tr("O&utput tokens:"), m_outputLen);
+    inferenceRow(tr("&Concurrency:"), m_concurrency);
+    inferenceRow(tr("&Weights:"), m_weightDtype);
+    inferenceRow(tr("KV &cache:"), m_kvDtype);
+    inferenceRow(tr("Max TT&FT:"), m_maxTtft);
+    inferenceRow(tr("Max T&POT:"), m_maxTpot);
+    inferenceRow(tr("&Engine:"), m_engine);
+    inferenceRow(tr("Memory &fraction:"), m_memoryFraction);
+    trainingRow(tr("Pipeline &stages:"), m_stages);
+    trainingRow(tr("Micro-ba&tch:"), m_microBatch);
+    trainingRow(tr("&ZeRO:"), m_zero);
+    trainingRow(tr("&Recompute:"), m_recompute);
+    trainingRow(tr("Sc&hedule:"), m_schedule);
+    trainingRow(tr("So&lver:"), m_solver);
+    m_form->addRow(tr("Top-&k:"), m_topk);
+    trainingRow(tr("Max bubble ratio:"), m_maxBubble);
+    trainingRow(tr("Min stage balance:"), m_minBalance);
+    trainingRow(tr("Met&hod:"), m_method);
+    trainingRow(tr("Frame&work:"), m_framework);
+    showModeRows();
+    connect(m_mode, &QComboBox::currentIndexChanged, this, [this] {
+        showModeRows();
+        emit modeChanged(isInference());
+    });
 
     connect(m_framework, &QComboBox::currentIndexChanged, this, [this] {
         const Framework framework
@@ -178,10 +216,96 @@ PlannerPanel::PlannerPanel(QWidget* parent)
         emit seqLenChanged(value);
         emit changed();
     });
-    for (QDoubleSpinBox* spin : {m_maxBubble, m_minBalance})
+    for (QSpinBox* spin : {m_inputLen, m_outputLen, m_concurrency})
+        connect(spin, &QSpinBox::valueChanged, this, &PlannerPanel::changed);
+    for (QDoubleSpinBox* spin : {m_maxBubble, m_minBalance, m_maxTtft, m_maxTpot, m_memoryFraction})
         connect(spin, &QDoubleSpinBox::valueChanged, this, &PlannerPanel::changed);
-    for (QComboBox* box : {m_zero, m_recompute, m_schedule, m_solver, m_method, m_framework})
+    for (QComboBox* box :
+         {m_mode, m_zero, m_recompute, m_schedule, m_solver, m_method, m_framework, m_weightDtype, m_kvDtype, m_engine})
         connect(box, &QComboBox::currentIndexChanged, this, &PlannerPanel::changed);
+}
+
+void PlannerPanel::createInferenceRows()
+{
+    // Named after their planner keys, for tests and for style sheets.
+    m_mode->setObjectName(QStringLiteral("is_train"));
+    m_inputLen->setObjectName(QStringLiteral("input_len"));
+    m_outputLen->setObjectName(QStringLiteral("output_len"));
+    m_concurrency->setObjectName(QStringLiteral("concurrency"));
+    m_maxTtft->setObjectName(QStringLiteral("max_ttft_ms"));
+    m_maxTpot->setObjectName(QStringLiteral("max_tpot_ms"));
+    m_memoryFraction->setObjectName(QStringLiteral("memory_fraction"));
+    m_inputLen->setRange(1, 10'000'000);
+    m_inputLen->setValue(1024);
+    m_inputLen->setSingleStep(256);
+    m_inputLen->setToolTip(tr("input_len: prompt tokens per request"));
+    m_outputLen->setRange(1, 10'000'000);
+    m_outputLen->setValue(256);
+    m_outputLen->setSingleStep(128);
+    m_outputLen->setToolTip(tr("output_len: generated tokens per request"));
+    m_concurrency->setRange(0, 1'000'000);
+    m_concurrency->setSpecialValueText(tr("max (what fits)"));
+    m_concurrency->setToolTip(tr("concurrency: requests in flight over the whole deployment; lowest = \"max\", the "
+                                 "most the KV cache holds that also meet the latency bounds"));
+    QList<std::pair<QString, QVariant>> weights;
+    for (const auto format :
+         {WeightFormat::BF16, WeightFormat::FP8, WeightFormat::INT8, WeightFormat::INT4, WeightFormat::FP4})
+        weights.append({format::text(weightFormatName(format)), format::text(weightFormatName(format))});
+    m_weightDtype = combo(this, weights,
+                          tr("weight_dtype: how the linear layers' weights are stored (fp8/int8 W8A8, int4 AWQ/GPTQ "
+                             "weight-only, fp4 NVFP4)"));
+    m_weightDtype->setObjectName(QStringLiteral("weight_dtype"));
+    m_kvDtype = combo(
+        this, {{QStringLiteral("bf16"), QStringLiteral("bf16")}, {QStringLiteral("fp8"), QStringLiteral("fp8")}},
+        tr("kv_cache_dtype: the KV cache's element type (fp8 holds twice the tokens)"));
+    for (QDoubleSpinBox* bound : {m_maxTtft, m_maxTpot}) {
+        bound->setRange(0, 1e7);
+        bound->setDecimals(1);
+        bound->setSuffix(tr(" ms"));
+        bound->setSpecialValueText(tr("none"));
+    }
+    m_maxTtft->setSingleStep(100);
+    m_maxTtft->setToolTip(tr("max_ttft_ms: the slowest acceptable time to the first token"));
+    m_maxTpot->setSingleStep(5);
+    m_maxTpot->setToolTip(tr("max_tpot_ms: the slowest acceptable time per output token after the first"));
+    QList<std::pair<QString, QVariant>> engines;
+    for (const auto engine : {ServingFramework::Vllm, ServingFramework::Sglang})
+        engines.append({format::text(servingFrameworkName(engine)), format::text(servingFrameworkName(engine))});
+    m_kvDtype->setObjectName(QStringLiteral("kv_cache_dtype"));
+    m_engine = combo(this, engines,
+                     tr("serving_framework: the engine the deployment runs on; it sets the memory split and the "
+                        "scheduler's defaults, and the export's flags"));
+    m_engine->setObjectName(QStringLiteral("serving_framework"));
+    m_memoryFraction->setRange(0, 0.99);
+    m_memoryFraction->setSingleStep(0.05);
+    m_memoryFraction->setDecimals(2);
+    m_memoryFraction->setSpecialValueText(tr("engine default"));
+    m_memoryFraction->setToolTip(tr("memory_fraction: vLLM's gpu_memory_utilization or SGLang's mem_fraction_static; "
+                                    "lowest = the engine's default"));
+}
+
+void PlannerPanel::showModeRows()
+{
+    const bool inference = isInference();
+    for (QWidget* field : m_trainingRows)
+        m_form->setRowVisible(field, !inference);
+    for (QWidget* field : m_inferenceRows)
+        m_form->setRowVisible(field, inference);
+}
+
+bool PlannerPanel::isInference() const
+{
+    return m_mode->currentData().toString() == QLatin1String("serve");
+}
+
+void PlannerPanel::setInference(bool inference)
+{
+    m_mode->setCurrentIndex(inference ? 1 : 0);
+}
+
+void PlannerPanel::setMaxTpotMs(double ms)
+{
+    m_maxTpot->setValue(ms);
 }
 
 void PlannerPanel::applyTo(PlanRequest& request) const
@@ -201,6 +325,18 @@ void PlannerPanel::applyTo(PlanRequest& request) const
     c.framework = parseFramework(m_framework->currentData().toString().toStdString()).value_or(Framework::Generic);
     if (recompute() == Recompute::Full)
         c.recompute_modules = {"ROOT"};
+    c.is_train = !isInference();
+    c.input_len = m_inputLen->value();
+    c.output_len = m_outputLen->value();
+    c.concurrency = m_concurrency->value();
+    c.weight_dtype
+        = parseWeightFormat(m_weightDtype->currentData().toString().toStdString()).value_or(WeightFormat::BF16);
+    c.kv_cache_dtype = parseKvCacheDtype(m_kvDtype->currentData().toString().toStdString()).value_or(DType::BF16);
+    c.max_ttft_ms = m_maxTtft->value();
+    c.max_tpot_ms = m_maxTpot->value();
+    c.serving_framework
+        = parseServingFramework(m_engine->currentData().toString().toStdString()).value_or(ServingFramework::Vllm);
+    c.memory_fraction = m_memoryFraction->value();
 }
 
 PlannerPanel::Recompute PlannerPanel::recompute() const
@@ -243,6 +379,16 @@ void PlannerPanel::saveSettings(QSettings& settings) const
     settings.setValue(key("minBalance"), m_minBalance->value());
     settings.setValue(key("method"), m_method->currentData());
     settings.setValue(key("framework"), m_framework->currentData());
+    settings.setValue(key("mode"), m_mode->currentData());
+    settings.setValue(key("inputLen"), m_inputLen->value());
+    settings.setValue(key("outputLen"), m_outputLen->value());
+    settings.setValue(key("concurrency"), m_concurrency->value());
+    settings.setValue(key("weightDtype"), m_weightDtype->currentData());
+    settings.setValue(key("kvDtype"), m_kvDtype->currentData());
+    settings.setValue(key("maxTtft"), m_maxTtft->value());
+    settings.setValue(key("maxTpot"), m_maxTpot->value());
+    settings.setValue(key("engine"), m_engine->currentData());
+    settings.setValue(key("memoryFraction"), m_memoryFraction->value());
 }
 
 void PlannerPanel::restoreSettings(const QSettings& settings)
@@ -261,6 +407,16 @@ void PlannerPanel::restoreSettings(const QSettings& settings)
     m_minBalance->setValue(value("minBalance", m_minBalance->value()).toDouble());
     restoreCombo(m_method, value("method", m_method->currentData()));
     restoreCombo(m_framework, value("framework", m_framework->currentData()));
+    restoreCombo(m_mode, value("mode", m_mode->currentData()));
+    m_inputLen->setValue(value("inputLen", m_inputLen->value()).toInt());
+    m_outputLen->setValue(value("outputLen", m_outputLen->value()).toInt());
+    m_concurrency->setValue(value("concurrency", m_concurrency->value()).toInt());
+    restoreCombo(m_weightDtype, value("weightDtype", m_weightDtype->currentData()));
+    restoreCombo(m_kvDtype, value("kvDtype", m_kvDtype->currentData()));
+    m_maxTtft->setValue(value("maxTtft", m_maxTtft->value()).toDouble());
+    m_maxTpot->setValue(value("maxTpot", m_maxTpot->value()).toDouble());
+    restoreCombo(m_engine, value("engine", m_engine->currentData()));
+    m_memoryFraction->setValue(value("memoryFraction", m_memoryFraction->value()).toDouble());
 }
 
 } // namespace shardscape::ui

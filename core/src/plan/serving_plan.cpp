@@ -126,18 +126,36 @@ json servingJson(const ServingEstimate& e)
                  {"cost_source", e.cost_source}};
 }
 
+json servingResultJson(const ServingPlanResult& result)
+{
+    json doc {{"mode", "inference"},
+              {"candidates", json::array()},
+              {"search",
+               {{"candidates_total", result.counts.candidates_total},
+                {"candidates_feasible", result.counts.candidates_feasible},
+                {"elapsed_s", result.counts.elapsed_s}}}};
+    for (const auto* list : {&result.top, &result.infeasible})
+        for (const auto& e : *list)
+            doc["candidates"].push_back(servingJson(e));
+    return doc;
+}
+
+json servingPlanJson(const ServingEstimate& e, const Cluster& cluster, const std::string& modelSpec,
+                     const std::string& modelName)
+{
+    return {{"schema", kServingPlanSchema},
+            {"model", {{"name", modelName}, {"spec", modelSpec}}},
+            {"cluster",
+             {{"device", cluster.device.name}, {"nodes", cluster.nodes}, {"gpus_per_node", cluster.gpus_per_node}}},
+            {"parallel", {{"tp", e.parallel.tp}, {"pp", e.parallel.pp}, {"ep", e.parallel.ep}, {"dp", e.parallel.dp}}},
+            {"request", servingRequestJson(e.request)},
+            {"planned", servingJson(e)}};
+}
+
 void saveServingPlan(const std::filesystem::path& path, const ServingEstimate& e, const Cluster& cluster,
                      const std::string& modelSpec, const std::string& modelName)
 {
-    const json doc {
-        {"schema", kServingPlanSchema},
-        {"model", {{"name", modelName}, {"spec", modelSpec}}},
-        {"cluster",
-         {{"device", cluster.device.name}, {"nodes", cluster.nodes}, {"gpus_per_node", cluster.gpus_per_node}}},
-        {"parallel", {{"tp", e.parallel.tp}, {"pp", e.parallel.pp}, {"ep", e.parallel.ep}, {"dp", e.parallel.dp}}},
-        {"request", servingRequestJson(e.request)},
-        {"planned", servingJson(e)}};
-    writeFileAtomic(path, doc.dump(2) + "\n");
+    writeFileAtomic(path, servingPlanJson(e, cluster, modelSpec, modelName).dump(2) + "\n");
 }
 
 bool isServingPlan(const json& doc)

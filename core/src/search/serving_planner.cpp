@@ -109,6 +109,7 @@ ServingPlanResult planServing(const ModelGraph& graph, const Cluster& cluster, c
     config.validate();
     ServingPlanResult result;
     result.model_name = graph.name;
+    result.cluster = cluster;
     const auto log = [&](std::string line) {
         progress.log(line);
         result.log.push_back(std::move(line));

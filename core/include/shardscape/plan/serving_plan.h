@@ -2,6 +2,7 @@
 #pragma once
 
 #include "shardscape/cost/serving.h"
+#include "shardscape/search/serving_planner.h"
 
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
@@ -15,6 +16,9 @@ inline constexpr std::string_view kServingPlanSchema = "shardscape.serving-plan/
 
 /** The fields DESIGN.md names for one serving candidate (ttft_ms, tpot_ms, ..., memory {weights_gb, ...}). */
 nlohmann::json servingJson(const ServingEstimate& estimate);
+
+/** `plan --json` for is_train false: {mode: "inference", candidates: [servingJson...] feasible first, search}. */
+nlohmann::json servingResultJson(const ServingPlanResult& result);
 
 /** The serving request as the planner config spells it (input_len, output_len, concurrency, ...). */
 nlohmann::json servingRequestJson(const ServingRequest& request);
@@ -35,6 +39,10 @@ struct LoadedServingPlan
     double memory_fraction = 0; ///< the one applied
     std::int64_t max_batched_tokens = 0;
 };
+
+/** The plan file's document for `estimate` (schema, model, cluster, parallel, request, planned). */
+nlohmann::json servingPlanJson(const ServingEstimate& estimate, const Cluster& cluster, const std::string& modelSpec,
+                               const std::string& modelName);
 
 /** The plan file for `estimate` (atomic write; InputError when the file cannot be written). */
 void saveServingPlan(const std::filesystem::path& path, const ServingEstimate& estimate, const Cluster& cluster,

@@ -22,6 +22,7 @@ struct ServingPlanResult
     std::vector<std::string> log; ///< MoAI-style lines; the selected one says "train : false"
     bool cancelled = false;
     std::string model_name;
+    Cluster cluster; ///< the GPUs planned for (what an export names)
 };
 
 /**
