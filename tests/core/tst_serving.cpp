@@ -158,6 +158,43 @@ private Q_SLOTS:
                 < 1e-6 * p.output_tokens_per_s);
     }
 
+    void longPromptsQueueForPrefill()
+    {
+        // NVIDIA NIM's Llama 3.3 70B FP8 on 2 H100 at 5000 in / 500 out: one prompt's prefill is hundreds of ms, so
+        // at 50 requests in flight prompts wait for one another (measured TTFT 407 ms alone, 835 ms at 50).
+        const ServingModel llama = servingModel("llama3-70b");
+        const Cluster cluster = loadCluster("h100-sxm", 1, 2);
+        ServingRequest request;
+        request.input_len = 5000;
+        request.output_len = 500;
+        request.weight_format = WeightFormat::FP8;
+        request.kv_dtype = DType::FP8;
+        request.concurrency = 1;
+        const ServingEstimate alone = estimate(llama, cluster, {2, 1, 1, 1}, request);
+        request.concurrency = 50;
+        const ServingEstimate loaded = estimate(llama, cluster, {2, 1, 1, 1}, request);
+        QVERIFY(alone.feasible && loaded.feasible);
+        // Pollaczek-Khinchine for deterministic service S (the prompt alone) and the closed loop's arrival rate.
+        const double service = alone.ttft_s;
+        const double life = loaded.ttft_s + (request.output_len - 1) * loaded.tpot_s;
+        const double rho = 50 / life * service;
+        QVERIFY(rho > 0.3 && rho < 1);
+        const double queue = rho * service / (2 * (1 - rho));
+        // What is left is the prompt's own prefill, slowed by the decodes sharing its step, never faster than alone.
+        const double ownPrefill = loaded.ttft_s - queue;
+        QVERIFY2(ownPrefill >= service * 0.999 && ownPrefill < 1.5 * service,
+                 qPrintable(QStringLiteral("own %1 s, alone %2 s").arg(ownPrefill).arg(service)));
+        // Short prompts barely queue: at 128 tokens the same load adds well under a tenth of the prefill.
+        request.input_len = 128;
+        const ServingEstimate shortPrompts = estimate(llama, cluster, {2, 1, 1, 1}, request);
+        request.concurrency = 1;
+        const ServingEstimate shortAlone = estimate(llama, cluster, {2, 1, 1, 1}, request);
+        const double shortLife = shortPrompts.ttft_s + (request.output_len - 1) * shortPrompts.tpot_s;
+        const double shortRho = 50 / shortLife * shortAlone.ttft_s;
+        QVERIFY(shortRho / (2 * (1 - shortRho)) < 0.1);
+        QVERIFY(rho / (2 * (1 - rho)) > 0.4); // the long prompts' queue: over 40% of a prefill
+    }
+
     void badShapesAreRefusedWithTheirReason()
     {
         const ServingModel llama = servingModel("llama3-70b");

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace shardscape {
 
@@ -329,9 +330,22 @@ struct Timing
 };
 
 /**
+ * The mean wait of a prompt for the prefill capacity ahead of it (Pollaczek-Khinchine, M/D/1): prompts arrive
+ * independently at `rate` per second and each holds the replica's bottleneck stage for `service` seconds (fixed
+ * lengths: deterministic service). Infinite at or beyond saturation.
+ */
+double prefillQueueWait(double rate, double service)
+{
+    const double rho = rate * service;
+    return rho < 1 ? rho * service / (2 * (1 - rho)) : std::numeric_limits<double>::infinity();
+}
+
+/**
  * Continuous batching at `concurrency` requests over the deployment, each replica stepping pp micro-batches.
  * Each request spends ceil(I / chunk) steps in prefill and O in decode, so the steady state replaces b / O sequences
- * per step: b x I / O prefill tokens ride along with every decode step (chunked prefill).
+ * per step: b x I / O prefill tokens ride along with every decode step (chunked prefill). A new prompt also queues
+ * for prefill behind the prompts that arrived before it: the replica's requests arrive at concurrency / life (a
+ * closed loop), so the life and the queue are solved together.
  */
 Timing timingAt(const ServingEstimator& est, const ServingRequest& r, const ServingParallel& p, int concurrency,
                 double batchedTokens)
@@ -361,8 +375,26 @@ Timing timingAt(const ServingEstimator& est, const ServingRequest& r, const Serv
                         .prefill_context = input / 2};
     const double chunkTime = p.pp > 1 ? p.pp * est.busiestStageTime(chunkStep) : est.sumStageTime(chunkStep);
     const double wait = b > 1 ? 0.5 * t.tpot : 0; // a request arriving mid-step waits for it to end
-    t.ttft = wait + prefillSteps * chunkTime;
-    const double life = t.ttft + (output - 1) * t.tpot;
+    const double ownPrefill = wait + prefillSteps * chunkTime;
+    const double decodeTime = (output - 1) * t.tpot;
+
+    // The prefill server: one prompt's chunks on the replica's bottleneck stage.
+    const StepLoad promptChunk {.prefill_tokens = input / prefillSteps, .prefill_context = input / 2};
+    const double service = prefillSteps * est.busiestStageTime(promptChunk);
+    double queue = 0;
+    if (perReplica > 1) {
+        // rate = perReplica / life(rate): life grows with the rate, so the fixed point is unique; bisect for it.
+        double lo = 0;
+        double hi = std::min(perReplica / (ownPrefill + decodeTime), 1 / service);
+        for (int i = 0; i < 60; ++i) {
+            const double rate = 0.5 * (lo + hi);
+            const double life = ownPrefill + prefillQueueWait(rate, service) + decodeTime;
+            (rate * life < perReplica ? lo : hi) = rate;
+        }
+        queue = prefillQueueWait(lo, service);
+    }
+    t.ttft = ownPrefill + queue;
+    const double life = t.ttft + decodeTime;
     t.output_tokens_per_s = concurrency * output / life;
     return t;
 }
