@@ -27,7 +27,8 @@ std::string nothingServesMessage(const ServingPlanResult& result, const PlanRequ
         return {};
     const std::string reason
         = result.infeasible.empty() ? std::string("no deployment shape divides it") : result.infeasible.front().reason;
-    return cat(result.model_name, " cannot be served on ", request.nodes * request.gpus_per_node, " GPUs: ", reason,
+    const int gpus = request.nodes * request.gpus_per_node;
+    return cat(result.model_name, " cannot be served on ", gpus, gpus == 1 ? " GPU: " : " GPUs: ", reason,
                " (add nodes, choose weights fp8 or int4, KV cache fp8, shorter inputs or outputs, a lower concurrency "
                "or looser latency bounds)");
 }
