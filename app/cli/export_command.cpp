@@ -17,6 +17,8 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
 
 namespace shardscape::cli {
 
@@ -41,6 +43,27 @@ std::string formatNames()
     return join(names, ", ") + ", vllm, sglang (serving plans)";
 }
 
+/** Writes an export to o.out ("-" = stdout), its notes to stderr; launch scripts (`executable`) are run directly. */
+int writeExport(const ExportOptions& o, const std::string& text, const std::vector<std::string>& notes,
+                std::string_view format, bool executable)
+{
+    for (const auto& note : notes)
+        std::cerr << "note: " << note << '\n';
+    if (o.out == "-") {
+        std::cout << text;
+        return kExitOk;
+    }
+    writeFileAtomic(o.out, text);
+    if (executable) {
+        namespace fs = std::filesystem;
+        std::error_code ignored;
+        fs::permissions(o.out, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                        fs::perm_options::add, ignored);
+    }
+    std::cout << "wrote " << format << " export of " << o.plan << " to " << o.out << '\n';
+    return kExitOk;
+}
+
 /** vllm / sglang: a serving plan's launch command. */
 int runServingExport(const ExportOptions& o, const nlohmann::json& doc)
 {
@@ -53,19 +76,7 @@ int runServingExport(const ExportOptions& o, const nlohmann::json& doc)
     if (modelPath.empty())
         throw InputError(cat(o.plan, " does not record the model it was made for"), "pass --model");
     const ServingExport result = exportServingPlan(*target, plan, modelPath);
-    for (const auto& note : result.notes)
-        std::cerr << "note: " << note << '\n';
-    if (o.out == "-") {
-        std::cout << result.text;
-        return kExitOk;
-    }
-    writeFileAtomic(o.out, result.text);
-    namespace fs = std::filesystem;
-    std::error_code ignored;
-    fs::permissions(o.out, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                    fs::perm_options::add, ignored);
-    std::cout << "wrote " << servingExportTargetName(*target) << " export of " << o.plan << " to " << o.out << '\n';
-    return kExitOk;
+    return writeExport(o, result.text, result.notes, servingExportTargetName(*target), true);
 }
 
 int runExport(const ExportOptions& o)
@@ -99,22 +110,8 @@ int runExport(const ExportOptions& o)
     }
 
     const ExportResult result = exportPlan(*target, plan, graph, cluster);
-    for (const auto& note : result.notes)
-        std::cerr << "note: " << note << '\n';
-    if (o.out == "-") {
-        std::cout << result.text;
-        return kExitOk;
-    }
-    writeFileAtomic(o.out, result.text);
-    if (*target == ExportTarget::Megatron || *target == ExportTarget::Torchrun) {
-        // Launch scripts are run directly.
-        namespace fs = std::filesystem;
-        std::error_code ignored;
-        fs::permissions(o.out, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                        fs::perm_options::add, ignored);
-    }
-    std::cout << "wrote " << exportTargetName(*target) << " export of " << o.plan << " to " << o.out << '\n';
-    return kExitOk;
+    return writeExport(o, result.text, result.notes, exportTargetName(*target),
+                       *target == ExportTarget::Megatron || *target == ExportTarget::Torchrun);
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 #include "cli_common.h"
 #include "text_table.h"
 
+#include "shardscape/cost/serving_keys.h"
 #include "shardscape/model/model_source.h"
 #include "shardscape/plan/serving_plan.h"
 #include "shardscape/profile/profile_cost_source.h"
@@ -84,8 +85,9 @@ ServingRequest servingRequestFromOptions(const ServingCliOptions& o, double memo
         } catch (const std::exception&) {
             used = 0;
         }
-        if (used != o.concurrency.size() || value < 1 || value > 1'000'000)
-            throw InputError(cat("--concurrency '", o.concurrency, "' is not a number of requests in [1, 1000000]"),
+        if (used != o.concurrency.size() || value < 1 || value > kMaxServingConcurrency)
+            throw InputError(cat("--concurrency '", o.concurrency, "' is not a number of requests in [1, ",
+                                 kMaxServingConcurrency, "]"),
                              "give a number or 'max'");
         r.concurrency = static_cast<int>(value);
     }

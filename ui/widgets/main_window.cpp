@@ -786,15 +786,20 @@ bool MainWindow::exportForTarget(ExportTarget target, const QString& path)
             ? m_selected->simulation.get()
             : nullptr;
         const ExportResult exported = exportedText(target, *e, *m_result->model, m_resultRequest, timeline);
-        saveFileAtomically(path, QByteArray::fromStdString(exported.text));
-        // What the target cannot express is also written into the file as comments.
-        for (const auto& note : exported.notes)
-            m_log->appendPlainText(tr("export note: %1").arg(QString::fromStdString(note)));
+        saveExport(path, exported.text, exported.notes);
         return true;
     } catch (const InputError& error) {
         reportError(tr("Export Failed"), QString::fromStdString(error.message()));
     }
     return false;
+}
+
+void MainWindow::saveExport(const QString& path, const std::string& text, const std::vector<std::string>& notes)
+{
+    saveFileAtomically(path, QByteArray::fromStdString(text));
+    // What the target cannot express is also written into the file as comments.
+    for (const auto& note : notes)
+        m_log->appendPlainText(tr("export note: %1").arg(QString::fromStdString(note)));
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event)

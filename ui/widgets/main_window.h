@@ -13,6 +13,8 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 class QAction;
 class QLabel;
@@ -150,6 +152,8 @@ private:
     void exportWithDialog(const QString& title, const QString& filter, const QString& suffix,
                           const std::function<bool(const QString&)>& write);
     QString candidateTitle(int row) const;
+    /** Writes an export atomically and logs what it could not express. Throws InputError when it cannot write. */
+    void saveExport(const QString& path, const std::string& text, const std::vector<std::string>& notes);
 
     MainWindowOptions m_options;
     PlanJob* m_planJob;

@@ -24,7 +24,8 @@ bool MainWindow::isServingShown() const
 
 void MainWindow::showMode(bool inference)
 {
-    m_centerStack->setCurrentWidget(inference ? static_cast<QWidget*>(m_servingView) : static_cast<QWidget*>(m_centerSplitter));
+    m_centerStack->setCurrentWidget(inference ? static_cast<QWidget*>(m_servingView)
+                                              : static_cast<QWidget*>(m_centerSplitter));
     // The training exporters act on the training table; the engines' on the serving one.
     m_exportTraceAction->setEnabled(!inference);
     m_pinAction->setEnabled(!inference);
@@ -88,9 +89,7 @@ bool MainWindow::exportServing(ServingExportTarget target, const QString& path)
             throw InputError("the plan shown is a training plan, which a serving engine does not run",
                              "choose Mode: inference in the planner, plan (Ctrl+R), then export");
         const ServingExport exported = servingExportText(target, selectedDeployment(), *m_serving, m_servingRequest);
-        saveFileAtomically(path, QByteArray::fromStdString(exported.text));
-        for (const auto& note : exported.notes)
-            m_log->appendPlainText(tr("export note: %1").arg(QString::fromStdString(note)));
+        saveExport(path, exported.text, exported.notes);
         return true;
     } catch (const InputError& error) {
         reportError(tr("Export Failed"), QString::fromStdString(error.message()));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "shardscape/plan/serving_plan.h"
 
+#include "shardscape/cost/serving_keys.h"
 #include "shardscape/support/atomic_file.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/json_fields.h"
@@ -47,35 +48,12 @@ ServingRequest servingRequestFromJson(const json& doc, std::string_view origin)
     ServingRequest r;
     r.input_len = f.integer("input_len", 1, 100'000'000);
     r.output_len = f.integer("output_len", 1, 100'000'000);
-    if (const json* c = f.find("concurrency")) {
-        if (c->is_string() && toLower(c->get<std::string>()) == "max")
-            r.concurrency = 0;
-        else if (c->is_number_integer() && c->get<std::int64_t>() >= 1 && c->get<std::int64_t>() <= 1'000'000)
-            r.concurrency = c->get<int>();
-        else
-            f.fail("concurrency",
-                   cat("expected a number of requests in [1, 1000000] or \"max\", got ", describeJson(*c)));
-    }
-    if (const auto name = f.optString("weight_dtype")) {
-        const auto format = parseWeightFormat(*name);
-        if (!format)
-            f.fail("weight_dtype", cat("unknown weight dtype '", *name, "'"), "use bf16, fp8, int8, int4 or fp4");
-        r.weight_format = *format;
-    }
-    if (const auto name = f.optString("kv_cache_dtype")) {
-        const auto dtype = parseKvCacheDtype(*name);
-        if (!dtype)
-            f.fail("kv_cache_dtype", cat("unsupported KV cache dtype '", *name, "'"), "use bf16, fp16 or fp8");
-        r.kv_dtype = *dtype;
-    }
+    readConcurrency(f, r.concurrency);
+    readWeightFormat(f, r.weight_format);
+    readKvCacheDtype(f, r.kv_dtype);
     r.max_ttft_ms = f.optNumber("max_ttft_ms", 0, 1e9).value_or(0);
     r.max_tpot_ms = f.optNumber("max_tpot_ms", 0, 1e9).value_or(0);
-    if (const auto name = f.optString("serving_framework")) {
-        const auto framework = parseServingFramework(*name);
-        if (!framework)
-            f.fail("serving_framework", cat("unknown serving framework '", *name, "'"), "use vllm or sglang");
-        r.framework = *framework;
-    }
+    readServingFramework(f, r.framework);
     r.memory_fraction = f.optNumber("memory_fraction", 0, 1).value_or(0);
     r.max_batched_tokens = f.optInteger("max_batched_tokens", 0, 100'000'000).value_or(0);
     f.checkNoUnknownKeys();

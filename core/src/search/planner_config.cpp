@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "shardscape/search/planner_config.h"
 
+#include "shardscape/cost/serving_keys.h"
 #include "shardscape/sim/schedule.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/json_fields.h"
@@ -48,7 +49,6 @@ constexpr double kMaxBytes = 1e15;
 constexpr std::string_view kAuto = "auto";
 constexpr std::string_view kMax = "max";
 constexpr std::int64_t kMaxServingTokens = 100'000'000;
-constexpr std::int64_t kMaxConcurrency = 1'000'000;
 constexpr const char* kScheduleHint = "use auto, gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipev or dualpipe";
 constexpr const char* kMethodHint = "use auto, data, zero2, zero3, shard or pipeshard";
 constexpr std::string_view kOtherFramework = "or choose another framework (\"generic\" runs everything)";
@@ -433,37 +433,12 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
     }
     c.input_len = f.optInteger("input_len", 1, kMaxServingTokens).value_or(c.input_len);
     c.output_len = f.optInteger("output_len", 1, kMaxServingTokens).value_or(c.output_len);
-    if (const json* concurrency = f.find("concurrency")) {
-        if (concurrency->is_string() && toLower(concurrency->get<std::string>()) == kMax)
-            c.concurrency = 0;
-        else if (concurrency->is_number_integer() && concurrency->get<std::int64_t>() >= 1
-                 && concurrency->get<std::int64_t>() <= kMaxConcurrency)
-            c.concurrency = concurrency->get<int>();
-        else
-            f.fail("concurrency",
-                   cat("expected requests in flight in [1, ", kMaxConcurrency, "] or \"max\", got ",
-                       describeJson(*concurrency)));
-    }
-    if (const auto name = f.optString("weight_dtype")) {
-        const auto format = parseWeightFormat(*name);
-        if (!format)
-            f.fail("weight_dtype", cat("unknown weight dtype '", *name, "'"), "use bf16, fp8, int8, int4 or fp4");
-        c.weight_dtype = *format;
-    }
-    if (const auto name = f.optString("kv_cache_dtype")) {
-        const auto dtype = parseKvCacheDtype(*name);
-        if (!dtype)
-            f.fail("kv_cache_dtype", cat("unsupported KV cache dtype '", *name, "'"), "use bf16, fp16 or fp8");
-        c.kv_cache_dtype = *dtype;
-    }
+    readConcurrency(f, c.concurrency);
+    readWeightFormat(f, c.weight_dtype);
+    readKvCacheDtype(f, c.kv_cache_dtype);
     c.max_ttft_ms = number("max_ttft_ms", 0.0, 1e9, c.max_ttft_ms);
     c.max_tpot_ms = number("max_tpot_ms", 0.0, 1e9, c.max_tpot_ms);
-    if (const auto name = f.optString("serving_framework")) {
-        const auto framework = parseServingFramework(*name);
-        if (!framework)
-            f.fail("serving_framework", cat("unknown serving framework '", *name, "'"), "use vllm or sglang");
-        c.serving_framework = *framework;
-    }
+    readServingFramework(f, c.serving_framework);
     c.memory_fraction = number("memory_fraction", 0.0, 1.0, c.memory_fraction);
     f.checkNoUnknownKeys();
     validateConfig(c, origin);
