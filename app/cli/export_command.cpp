@@ -33,6 +33,7 @@ struct ExportOptions
     std::string cluster;
     int nodes = 0;
     int gpus_per_node = 0;
+    std::string framework_version;
 };
 
 std::string formatNames()
@@ -109,7 +110,9 @@ int runExport(const ExportOptions& o)
             cluster.gpus_per_node = o.gpus_per_node;
     }
 
-    const ExportResult result = exportPlan(*target, plan, graph, cluster);
+    shardscape::ExportOptions options;
+    options.framework_version = o.framework_version;
+    const ExportResult result = exportPlan(*target, plan, graph, cluster, nullptr, options);
     return writeExport(o, result.text, result.notes, exportTargetName(*target),
                        *target == ExportTarget::Megatron || *target == ExportTarget::Torchrun);
 }
@@ -130,6 +133,9 @@ void addExportCommand(CLI::App& app, CommandAction& action)
     cmd->add_option("--nodes", o->nodes, "nodes (overrides the cluster's)")->check(CLI::Range(1, 100'000));
     cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (overrides the cluster's)")
         ->check(CLI::Range(1, 1024));
+    cmd->add_option("--framework-version", o->framework_version,
+                    "the framework release to write for: megatron core_v0.15-core_v0.19 (default core_v0.19), "
+                    "torchtitan main (Python config, default) or v0.2 (TOML), deepspeed v0.19; default: the plan's");
     cmd->footer("What a format cannot express is printed as 'note: ...' lines on stderr and written into the file "
                 "as comments where the format has them.");
     cmd->callback([&action, o] { action = [o] { return runExport(*o); }; });

@@ -42,6 +42,7 @@ struct PlanOptions
     std::string load_plan;
     std::string profile_dir;
     std::string framework;
+    std::string framework_version;
     bool dump = false;
 };
 
@@ -147,6 +148,8 @@ int runPlan(const PlanOptions& o)
         config.profile_dir = o.profile_dir;
     if (!o.framework.empty())
         config.framework = frameworkFromOption(o.framework);
+    if (!o.framework_version.empty())
+        config.framework_version = o.framework_version; // checked with the rest of the config
 
     if (!config.is_train) {
         if (!config.load_plan_path.empty())
@@ -256,6 +259,9 @@ void addPlanCommand(CLI::App& app, CommandAction& action)
     cmd->add_option("--framework", o->framework,
                     "training framework the plan is for (sets memory terms, limits the search): " + frameworkChoices()
                         + " (default: the config's, else generic)");
+    cmd->add_option("--framework-version", o->framework_version,
+                    "the framework's release the plan is for (core_v0.15-core_v0.19, main, v0.2, v0.19): the search "
+                    "keeps to what it runs, and plan files and exports name it (default: the config's, else any)");
     cmd->add_flag("--dump", o->dump, "write advanced_parallelization_selected_config.dump in the working directory");
     cmd->callback([&action, o] { action = [o] { return runPlan(*o); }; });
 }

@@ -77,6 +77,7 @@ struct SimulateOptions
     std::string save_plan;
     std::string profile_dir;
     std::string framework; ///< empty = generic, or the job config's with --from-config
+    std::string framework_version; ///< empty = the framework as profiled
     std::string mode = "train"; ///< train | inference
     ServingCliOptions serving;
 
@@ -518,6 +519,16 @@ int runSimulate(const SimulateOptions& given)
     config.fp8_recipe = parseFloat8Recipe(o.fp8_recipe).value_or(Float8Recipe::Tensorwise); // checked by the parser
     config.eager_kernels = o.eager_kernels;
     config.framework = o.framework.empty() ? Framework::Generic : frameworkFromOption(o.framework);
+    if (!o.framework_version.empty()) {
+        const auto version = resolveFrameworkVersion(config.framework, o.framework_version);
+        if (!version)
+            throw InputError(cat("--framework-version '", o.framework_version, "' is not a ",
+                                 frameworkName(config.framework), " release Shardscape writes for"),
+                             frameworkVersions(config.framework).empty()
+                                 ? std::string("name the framework with --framework first")
+                                 : cat("use ", join(frameworkVersions(config.framework))));
+        config.framework_version = *version;
+    }
     config.recompute = recompute;
     config.recompute_modules = o.recompute_modules;
     // --vpp alone means the interleaved schedule, the only one that runs several chunks per rank.
@@ -677,6 +688,9 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     cmd->add_option("--framework", o->framework,
                     "training framework the configuration is for (its memory terms and what it can run): "
                         + frameworkChoices() + "; default generic, or the job config's with --from-config");
+    cmd->add_option("--framework-version", o->framework_version,
+                    "the framework's release the configuration is for (core_v0.15-core_v0.19, main, v0.2, v0.19): "
+                    "what that release runs, recorded by --save-plan for the exports; default: any release");
     auto* schedule = cmd->add_option("--schedule", o->schedule,
                                      "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipev or dualpipe "
                                      "(the last three: --vpp 2)")
@@ -747,7 +761,7 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
             for (auto* option : trainingOnly)
                 if (option->count() > 0)
                     names.push_back(option->get_name());
-            for (const char* name : {"--from-config", "--trace", "--seq-len", "--framework"})
+            for (const char* name : {"--from-config", "--trace", "--seq-len", "--framework", "--framework-version"})
                 if (cmd->count(name) > 0)
                     names.push_back(name);
             if (!names.empty())

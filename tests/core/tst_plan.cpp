@@ -479,6 +479,7 @@ private Q_SLOTS:
         // Plans written before the framework and the ranges existed: generic, no ranges.
         json doc = planFor("megatron-core tp2 pp2 dp2");
         doc["config"].erase("framework");
+        doc["config"].erase("framework_version"); // newer still
         for (const char* key : {"step_time_range_s", "peak_memory_range_gb", "oom_risk", "regime"})
             doc["metrics"].erase(key);
         for (auto& stage : doc["stages"]) {

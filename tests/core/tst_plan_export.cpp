@@ -118,13 +118,13 @@ const PlanCase& planCase(const std::string& name)
     return *slot;
 }
 
-std::string goldenName(const std::string& plan, ExportTarget target)
+std::string goldenName(const std::string& plan, ExportTarget target, const std::string& version = "v0.2")
 {
     const std::string kind = target == ExportTarget::Json ? ".plan"
         : target == ExportTarget::ChromeTrace             ? ".trace"
         : target == ExportTarget::Dump                    ? ""
                                                           : "." + std::string(exportTargetName(target));
-    return plan + kind + std::string(exportTargetSuffix(target));
+    return plan + kind + std::string(exportTargetSuffix(target, version));
 }
 
 std::string readFile(const std::filesystem::path& path)
@@ -192,11 +192,31 @@ std::string firstDifference(const std::string& a, const std::string& b)
     }
 }
 
-ExportResult exportCase(const std::string& name, ExportTarget target)
+/** torchtitan's TOML release: the one the importer reads back (main's Python configs are checked against their
+    schema in tst_plan_export_schema). */
+ExportOptions tomlRelease()
+{
+    ExportOptions options;
+    options.framework_version = "v0.2";
+    return options;
+}
+
+/** The export of a golden plan; torchtitan as v0.2 TOML unless `version` names another release. */
+ExportResult exportCase(const std::string& name, ExportTarget target, const std::string& version = {})
 {
     const PlanCase& c = planCase(name);
+    ExportOptions options;
+    options.framework_version = version.empty() && target == ExportTarget::Torchtitan ? "v0.2" : version;
     return exportPlan(target, c.plan, *c.graph, c.plan.cluster,
-                      target == ExportTarget::ChromeTrace ? c.evaluation.simulation.get() : nullptr);
+                      target == ExportTarget::ChromeTrace ? c.evaluation.simulation.get() : nullptr, options);
+}
+
+/** Whether the framework of `target` runs the golden plan (else its export is refused: refusedWhereTheFrameworkCannot).
+ */
+bool exported(const std::string& plan, ExportTarget target)
+{
+    return !(plan == "llama2-7b" && target == ExportTarget::Torchtitan) // ZeRO-1: FSDP2 is ZeRO-2/3
+        && !(plan == "llama2-70b" && target == ExportTarget::DeepSpeed); // interleaved, ZeRO-3 under PP
 }
 
 /** Runs a program; returns its exit code (-1 when it could not start) and its output. */
@@ -249,8 +269,7 @@ ParallelConfig representable(ExportTarget target, const LoadedPlan& plan)
             c.zero_stage = std::min(c.zero_stage, 1);
         }
         c.recompute = c.recompute == RecomputeKind::Full && c.pp > 1 ? RecomputeKind::Full : RecomputeKind::None;
-        c.stage_layers.clear(); // the split is decided in code
-        break;
+        break; // the split is decided in code; _shardscape_layout records it
     default:
         break;
     }
@@ -366,18 +385,26 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("plan");
         QTest::addColumn<int>("target");
-        for (const char* plan : {"llama2-7b", "llama2-70b"})
+        QTest::addColumn<QString>("version");
+        for (const char* plan : {"llama2-7b", "llama2-70b"}) {
             for (const auto target : exportTargets())
-                QTest::newRow(goldenName(plan, target).c_str()) << QString(plan) << static_cast<int>(target);
+                if (exported(plan, target))
+                    QTest::newRow(goldenName(plan, target).c_str()) << QString(plan) << static_cast<int>(target) << "";
+            if (exported(plan, ExportTarget::Torchtitan)) // main's Python config beside the v0.2 TOML
+                QTest::newRow(goldenName(plan, ExportTarget::Torchtitan, "main").c_str())
+                    << QString(plan) << static_cast<int>(ExportTarget::Torchtitan) << "main";
+        }
     }
     void goldens()
     {
         QFETCH(QString, plan);
         QFETCH(int, target);
+        QFETCH(QString, version);
         const auto t = static_cast<ExportTarget>(target);
         const std::string name = plan.toStdString();
-        const ExportResult result = exportCase(name, t);
-        const std::filesystem::path golden = kGoldenDir / goldenName(name, t);
+        const ExportResult result = exportCase(name, t, version.toStdString());
+        const std::filesystem::path golden
+            = kGoldenDir / goldenName(name, t, version.isEmpty() ? "v0.2" : version.toStdString());
         if (qEnvironmentVariableIsSet("SHARDSCAPE_UPDATE_GOLDEN")) {
             std::filesystem::create_directories(kGoldenDir);
             writeFile(golden, result.text);
@@ -430,7 +457,8 @@ private Q_SLOTS:
         QTest::addColumn<int>("target");
         for (const char* plan : {"llama2-7b", "llama2-70b"})
             for (const auto target : {ExportTarget::Torchtitan, ExportTarget::Megatron, ExportTarget::DeepSpeed})
-                QTest::newRow(goldenName(plan, target).c_str()) << QString(plan) << static_cast<int>(target);
+                if (exported(plan, target))
+                    QTest::newRow(goldenName(plan, target).c_str()) << QString(plan) << static_cast<int>(target);
     }
     void roundTrip()
     {
@@ -515,10 +543,15 @@ private Q_SLOTS:
         config.overlap_param_gather = true;
         config.fp8_linears = true;
         config.fp8_recipe = rowwise ? Float8Recipe::Rowwise : Float8Recipe::Tensorwise;
+        if (t == ExportTarget::Torchtitan) {
+            config.zero_stage = 3; // FSDP2, which prefetches its own gathers
+            config.overlap_param_gather = false;
+        }
         const auto c = makeCase("llama2-7b", 1, config);
         QVERIFY2(c->evaluation.feasible, c->evaluation.reason.c_str());
-        QVERIFY(c->plan.config.tp_comm_overlap && c->plan.config.overlap_param_gather && c->plan.config.fp8_linears);
-        const ExportResult result = exportPlan(t, c->plan, *c->graph, c->plan.cluster, nullptr);
+        QVERIFY(c->plan.config.tp_comm_overlap && c->plan.config.fp8_linears);
+        const ExportResult result = exportPlan(t, c->plan, *c->graph, c->plan.cluster, nullptr,
+                                               t == ExportTarget::Torchtitan ? tomlRelease() : ExportOptions {});
         if (t == ExportTarget::Megatron) {
             for (const char* flag :
                  {"--tp-comm-overlap", "--overlap-param-gather", "--fp8-format hybrid", "--fp8-recipe tensorwise"})
@@ -564,7 +597,8 @@ private Q_SLOTS:
         config.framework = Framework::Torchtitan;
         const auto c = makeCase("llama2-7b", 1, config);
         QVERIFY2(c->evaluation.feasible, c->evaluation.reason.c_str());
-        const ExportResult result = exportPlan(ExportTarget::Torchtitan, c->plan, *c->graph, c->plan.cluster, nullptr);
+        const ExportResult result
+            = exportPlan(ExportTarget::Torchtitan, c->plan, *c->graph, c->plan.cluster, nullptr, tomlRelease());
         const std::string line = "pipeline_parallel_schedule = \"" + name.toStdString() + "\"";
         QVERIFY2(result.text.find(line) != std::string::npos, result.text.c_str());
         QTemporaryDir dir;
@@ -636,7 +670,7 @@ private Q_SLOTS:
         config.ep = 8;
         config.num_microbatches = 2;
         config.zero_stage = 1;
-        config.recompute = RecomputeKind::Full;
+        config.recompute = RecomputeKind::Selective; // Megatron refuses the overlap with full recomputation
         config.framework = Framework::MegatronCore;
         config.moe_a2a_overlap = true;
         config.moe_capacity_factor = 1.25;
@@ -693,7 +727,16 @@ private Q_SLOTS:
         QFETCH(int, framework);
         const auto t = static_cast<ExportTarget>(target);
         const std::string name(frameworkName(static_cast<Framework>(framework)));
-        const PlanCase& c = planCase("llama2-7b");
+        const PlanCase& golden = planCase("llama2-7b");
+        PlanCase c {golden.graph, nullptr, {}, golden.doc, golden.plan};
+        if (t == ExportTarget::Torchtitan) {
+            // The plan is ZeRO-1, which torchtitan (FSDP2 only) cannot run: refused with the reason.
+            const std::string error = test::inputErrorOf([&] { exportPlan(t, c.plan, *c.graph, c.plan.cluster); });
+            QVERIFY2(error.find("cannot export this plan for torchtitan: torchtitan runs ZeRO stages 2, 3 only")
+                         != std::string::npos,
+                     error.c_str());
+            c.plan.config.zero_stage = 3;
+        }
         // A generic plan: the target's profile is named, nothing is wrong.
         std::string text = exportPlan(t, c.plan, *c.graph, c.plan.cluster).text;
         QVERIFY2(text.find("Framework profile: " + name + " (") != std::string::npos, text.c_str());
@@ -717,11 +760,6 @@ private Q_SLOTS:
             QVERIFY(result.text.find("# " + warning) != std::string::npos);
         else
             QVERIFY(json::parse(result.text)["_comment"].dump().find(warning) != std::string::npos);
-
-        // The plan is ZeRO-1: torchtitan (FSDP2 only) says it cannot run it as written.
-        if (t == ExportTarget::Torchtitan)
-            QVERIFY(result.text.find("WARNING: torchtitan cannot run the plan as written: torchtitan runs ZeRO stages")
-                    != std::string::npos);
     }
 
     void importersSetTheFramework()
@@ -793,35 +831,71 @@ private Q_SLOTS:
         QVERIFY2(output.isEmpty(), output.constData());
     }
 
-    void deepSpeedBatchIdentity_data()
-    {
-        QTest::addColumn<QString>("plan");
-        QTest::newRow("llama2-7b") << "llama2-7b";
-        QTest::newRow("llama2-70b") << "llama2-70b";
-    }
     void deepSpeedBatchIdentity()
     {
-        QFETCH(QString, plan);
-        const PlanCase& c = planCase(plan.toStdString());
-        const json doc = json::parse(exportCase(plan.toStdString(), ExportTarget::DeepSpeed).text);
-        const std::int64_t batch = doc.at("train_batch_size");
+        // runtime/config.py asserts train_batch_size = micro x accumulation x DeepSpeed's data-parallel size, which
+        // counts every rank but the pipeline's unless the model code gives it the TP groups. With TP the export
+        // leaves train_batch_size to DeepSpeed; without, it writes the identity.
+        const PlanCase& c = planCase("llama2-7b");
+        json doc = json::parse(exportCase("llama2-7b", ExportTarget::DeepSpeed).text);
+        QVERIFY(!doc.contains("train_batch_size"));
         const std::int64_t micro = doc.at("train_micro_batch_size_per_gpu");
         const std::int64_t accumulation = doc.at("gradient_accumulation_steps");
-        QCOMPARE(batch, micro * accumulation * c.plan.config.dp);
-        QCOMPARE(batch, c.plan.global_batch);
-        QVERIFY(doc.at("zero_optimization").at("stage").is_number_integer());
+        QCOMPARE(micro * accumulation * c.plan.config.dp, c.plan.global_batch);
         QCOMPARE(doc.at("bf16").at("enabled").get<bool>(), true);
-        if (c.plan.config.pp > 1) {
-            QCOMPARE(doc.at("pipeline").at("stages").get<int>(), c.plan.config.pp);
-            // The pipeline engine forbids ZeRO-2/3.
-            QVERIFY(doc.at("zero_optimization").at("stage").get<int>() <= 1);
-        }
+        // DeepSpeed reads no pipeline.stages / partition: the layout goes to a key it ignores, for the reader and
+        // the importer; AutoTP is not switched on under a pipeline.
+        QVERIFY(!doc.at("pipeline").contains("stages") && !doc.at("pipeline").contains("partition"));
+        QCOMPARE(doc.at("_shardscape_layout").at("pipeline_stages").get<int>(), c.plan.config.pp);
+        QVERIFY(!doc.contains("tensor_parallel"));
+
+        // Pure data parallelism: the whole triple, as DeepSpeed asserts it.
+        ParallelConfig dp;
+        dp.dp = 8;
+        dp.num_microbatches = 4;
+        const auto plain = makeCase("llama2-7b", 1, dp, 2048);
+        doc = json::parse(exportPlan(ExportTarget::DeepSpeed, plain->plan, *plain->graph, plain->plan.cluster).text);
+        QCOMPARE(doc.at("train_batch_size").get<std::int64_t>(), std::int64_t {32});
+        QCOMPARE(doc.at("train_micro_batch_size_per_gpu").get<std::int64_t>()
+                     * doc.at("gradient_accumulation_steps").get<std::int64_t>() * 8,
+                 std::int64_t {32});
+
+        // TP without a pipeline: AutoTP, and DeepSpeed derives the batch (it counts every rank under AutoTP).
+        ParallelConfig tp;
+        tp.tp = 2;
+        tp.dp = 4;
+        tp.num_microbatches = 2;
+        const auto autotp = makeCase("llama2-7b", 1, tp, 2048);
+        doc = json::parse(exportPlan(ExportTarget::DeepSpeed, autotp->plan, *autotp->graph, autotp->plan.cluster).text);
+        QCOMPARE(doc.at("tensor_parallel").at("autotp_size").get<int>(), 2);
+        QVERIFY(!doc.contains("train_batch_size"));
+    }
+
+    void refusedWhereTheFrameworkCannotRun()
+    {
+        // The frameworks' own start-up checks: torchtitan has no ZeRO-1, DeepSpeed's pipeline engine no interleaving.
+        const std::string titan = test::inputErrorOf([] { exportCase("llama2-7b", ExportTarget::Torchtitan); });
+        QVERIFY2(titan.find("torchtitan runs ZeRO stages 2, 3 only") != std::string::npos, titan.c_str());
+        QVERIFY2(titan.find("plan --framework torchtitan") != std::string::npos, titan.c_str());
+        const std::string deepspeed = test::inputErrorOf([] { exportCase("llama2-70b", ExportTarget::DeepSpeed); });
+        QVERIFY2(deepspeed.find("deepspeed has no interleaved pipeline schedule") != std::string::npos,
+                 deepspeed.c_str());
+        // torchtitan v0.2 trains TP/PP plans without FSDP in float32; main applies FSDP at any degree.
+        ParallelConfig single;
+        single.tp = 8;
+        single.zero_stage = 3;
+        single.num_microbatches = 1;
+        const auto c = makeCase("llama2-7b", 1, single, 2048);
+        const std::string v02 = test::inputErrorOf(
+            [&] { exportPlan(ExportTarget::Torchtitan, c->plan, *c->graph, c->plan.cluster, nullptr, tomlRelease()); });
+        QVERIFY2(v02.find("float32") != std::string::npos, v02.c_str());
+        QVERIFY(exportPlan(ExportTarget::Torchtitan, c->plan, *c->graph, c->plan.cluster).text.find("shardscape_plan")
+                != std::string::npos);
     }
 
     void tomlParsesWithTomllib_data()
     {
         QTest::addColumn<QString>("plan");
-        QTest::newRow("llama2-7b") << "llama2-7b";
         QTest::newRow("llama2-70b") << "llama2-70b";
     }
     void tomlParsesWithTomllib()
@@ -869,6 +943,24 @@ private Q_SLOTS:
         QCOMPARE(blocks, static_cast<int>(c.graph->transformer->num_layers));
     }
 
+    void pythonConfigParses()
+    {
+        // torchtitan main imports the config module: it must be Python (ast.parse is the parser's own check).
+        const QString python = QStandardPaths::findExecutable("python3");
+        if (python.isEmpty())
+            QSKIP("python3 is not installed");
+        QTemporaryDir dir;
+        const auto path
+            = writeText(dir, "plan_config.py", exportCase("llama2-70b", ExportTarget::Torchtitan, "main").text);
+        QByteArray output;
+        QCOMPARE(
+            run(python,
+                {"-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())", QString::fromStdString(path.string())},
+                &output),
+            0);
+        QVERIFY2(output.isEmpty(), output.constData());
+    }
+
     void notesSayWhatIsLost_data()
     {
         QTest::addColumn<QString>("plan");
@@ -877,14 +969,9 @@ private Q_SLOTS:
         const auto row = [](const char* tag, const char* plan, ExportTarget target, const char* expected) {
             QTest::newRow(tag) << QString(plan) << static_cast<int>(target) << QString(expected);
         };
-        row("torchtitan zero1", "llama2-7b", ExportTarget::Torchtitan, "torchtitan has no ZeRO-1");
-        row("torchtitan sp", "llama2-7b", ExportTarget::Torchtitan, "always shards the activations along the sequence");
-        row("torchtitan flavor", "llama2-7b", ExportTarget::Torchtitan, "no built-in flavor for llama2-7b");
-        row("torchtitan selective", "llama2-7b", ExportTarget::Torchtitan, "not the attention-core recomputation");
-        row("deepspeed zero3 pp", "llama2-70b", ExportTarget::DeepSpeed, "forbids ZeRO-2/3 with pipeline parallelism");
-        row("deepspeed uneven", "llama2-70b", ExportTarget::DeepSpeed, "cannot take per-stage layer counts");
-        row("deepspeed interleaved", "llama2-70b", ExportTarget::DeepSpeed,
-            "interleaved schedule with 2 stages per rank");
+        row("torchtitan flavor", "llama2-70b", ExportTarget::Torchtitan, "no built-in flavor for llama2-70b");
+        row("deepspeed pipeline", "llama2-7b", ExportTarget::DeepSpeed, "PipelineModule(layers, num_stages=2");
+        row("deepspeed batch", "llama2-7b", ExportTarget::DeepSpeed, "train_batch_size is left to DeepSpeed");
         row("deepspeed selective", "llama2-7b", ExportTarget::DeepSpeed, "must be coded in the model");
         row("megatron fsdp", "llama2-70b", ExportTarget::Megatron, "Megatron-FSDP");
     }
@@ -934,7 +1021,22 @@ private Q_SLOTS:
         if (!slot)
             slot = makeCase(preset.toStdString(), 1, config, 2048);
         const PlanCase& c = *slot;
-        const ExportResult result = exportPlan(t, c.plan, *c.graph, c.plan.cluster);
+        const Framework framework = t == ExportTarget::Torchtitan ? Framework::Torchtitan
+            : t == ExportTarget::Megatron                         ? Framework::MegatronCore
+                                                                  : Framework::DeepSpeed;
+        ParallelConfig asWritten = c.plan.config;
+        asWritten.framework_version = t == ExportTarget::Torchtitan ? "v0.2" : "";
+        if (const std::string why = frameworkRestriction(frameworkProfile(framework), asWritten); !why.empty()) {
+            // What the framework cannot run is refused with its reason, not written as something else.
+            const std::string error = test::inputErrorOf([&] {
+                exportPlan(t, c.plan, *c.graph, c.plan.cluster, nullptr,
+                           t == ExportTarget::Torchtitan ? tomlRelease() : ExportOptions {});
+            });
+            QVERIFY2(error.find(why) != std::string::npos, error.c_str());
+            return;
+        }
+        const ExportResult result = exportPlan(t, c.plan, *c.graph, c.plan.cluster, nullptr,
+                                               t == ExportTarget::Torchtitan ? tomlRelease() : ExportOptions {});
         QTemporaryDir dir;
         ImportOptions options;
         options.num_layers = static_cast<int>(c.graph->transformer->num_layers);

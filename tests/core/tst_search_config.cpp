@@ -34,11 +34,11 @@ std::string errorOf(const std::function<void()>& f)
 /** Field-by-field equality (PlannerConfig has no operator==; a missed field here would hide a round-trip bug). */
 bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
 {
-    return a.task_name == b.task_name && a.consider_mem == b.consider_mem && a.memory_constraint == b.memory_constraint
-        && a.memory_granularity == b.memory_granularity && a.transient_mem_coef == b.transient_mem_coef
-        && a.opt_resident_coef == b.opt_resident_coef && a.opt_transient_coef == b.opt_transient_coef
-        && a.recompute_modules == b.recompute_modules && a.zero_stage == b.zero_stage
-        && a.zero_ngroups == b.zero_ngroups && a.pipeline_pivots == b.pipeline_pivots
+    return a.framework_version == b.framework_version && a.task_name == b.task_name && a.consider_mem == b.consider_mem
+        && a.memory_constraint == b.memory_constraint && a.memory_granularity == b.memory_granularity
+        && a.transient_mem_coef == b.transient_mem_coef && a.opt_resident_coef == b.opt_resident_coef
+        && a.opt_transient_coef == b.opt_transient_coef && a.recompute_modules == b.recompute_modules
+        && a.zero_stage == b.zero_stage && a.zero_ngroups == b.zero_ngroups && a.pipeline_pivots == b.pipeline_pivots
         && a.pipeline_nstages == b.pipeline_nstages && a.pipeline_scheduler == b.pipeline_scheduler
         && a.max_pipeline_bubble_ratio == b.max_pipeline_bubble_ratio
         && a.max_pipeline_unbalance_ratio == b.max_pipeline_unbalance_ratio && a.mesh_row == b.mesh_row
@@ -157,9 +157,9 @@ private Q_SLOTS:
             allKeys.push_back(item.key());
         std::sort(fileKeys.begin(), fileKeys.end());
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
-        // 32 AutoDist keys + method, max_cp, layer_num, the five framework features, use_profile, framework and
-        // min_memory_headroom
-        QCOMPARE(allKeys.size(), std::size_t {56});
+        // 32 AutoDist keys + method, max_cp, layer_num, the five framework features, use_profile, framework,
+        // framework_version and min_memory_headroom
+        QCOMPARE(allKeys.size(), std::size_t {57});
     }
 
     void roundTrip()

@@ -50,11 +50,11 @@ QByteArray planFileText(const Evaluation& chosen, const CostModel& model, const 
 }
 
 ExportResult exportedText(ExportTarget target, const Evaluation& chosen, const CostModel& model,
-                          const PlanRequest& request, const SimulationResult* timeline)
+                          const PlanRequest& request, const SimulationResult* timeline, const ExportOptions& options)
 {
     const LoadedPlan plan
         = planFromJson(planToJson(chosen, model, contextFor(chosen, model, request)), "the selected plan");
-    return exportPlan(target, plan, model.graph(), model.cluster(), timeline);
+    return exportPlan(target, plan, model.graph(), model.cluster(), timeline, options);
 }
 
 QByteArray resultFileText(const PlanResult& result)

@@ -30,7 +30,8 @@ QByteArray resultFileText(const PlanResult& result);
  * for the plan's own cluster. `timeline` (may be null) saves re-simulating for the Chrome trace.
  */
 ExportResult exportedText(ExportTarget target, const Evaluation& chosen, const CostModel& model,
-                          const PlanRequest& request, const SimulationResult* timeline);
+                          const PlanRequest& request, const SimulationResult* timeline,
+                          const ExportOptions& options = {});
 
 /** The serving plan file (shardscape.serving-plan/1) of one deployment of an inference plan. */
 QByteArray servingPlanFileText(const ServingEstimate& chosen, const ServingPlanResult& result,

@@ -324,11 +324,13 @@ void MainWindow::createActions()
         if (target == ExportTarget::Json || target == ExportTarget::ChromeTrace)
             continue;
         const QString name = format::text(exportTargetName(target));
-        const QString suffix = format::text(exportTargetSuffix(target));
+        // The names the exports' companions expect (the torchrun launcher runs the torchtitan config next to it).
+        const QString fileName = QString::fromStdString(exportDefaultFileName(target));
+        const QString suffix = QLatin1Char('.') + QFileInfo(fileName).suffix();
         QString title;
         switch (target) {
         case ExportTarget::Torchtitan:
-            title = tr("&torchtitan Job (TOML)…");
+            title = tr("&torchtitan Config (main, Python)…");
             break;
         case ExportTarget::Megatron:
             title = tr("&Megatron-LM Launch Script…");
@@ -348,10 +350,17 @@ void MainWindow::createActions()
         }
         if (title.isEmpty())
             title = name + QStringLiteral("…");
-        connect(exportMenu->addAction(title), &QAction::triggered, this, [this, target, name, suffix] {
-            exportWithDialog(tr("Export for %1").arg(name), tr("%1 files (*%2)").arg(name, suffix), name + suffix,
+        connect(exportMenu->addAction(title), &QAction::triggered, this, [this, target, name, suffix, fileName] {
+            exportWithDialog(tr("Export for %1").arg(name), tr("%1 files (*%2)").arg(name, suffix), fileName,
                              [this, target](const QString& path) { return exportForTarget(target, path); });
         });
+        if (target == ExportTarget::Torchtitan) // the v0.2.x releases read TOML job files
+            connect(exportMenu->addAction(tr("torchtitan &v0.2 Job (TOML)…")), &QAction::triggered, this, [this] {
+                exportWithDialog(
+                    tr("Export for torchtitan v0.2"), tr("torchtitan job files (*.toml)"),
+                    QString::fromStdString(exportDefaultFileName(ExportTarget::Torchtitan, "v0.2")),
+                    [this](const QString& path) { return exportForTarget(ExportTarget::Torchtitan, path, "v0.2"); });
+            });
     }
     exportMenu->addSeparator();
     for (const ServingExportTarget target : {ServingExportTarget::Vllm, ServingExportTarget::Sglang}) {
@@ -771,7 +780,7 @@ bool MainWindow::exportChromeTrace(const QString& path)
     return false;
 }
 
-bool MainWindow::exportForTarget(ExportTarget target, const QString& path)
+bool MainWindow::exportForTarget(ExportTarget target, const QString& path, const std::string& frameworkVersion)
 {
     try {
         if (isServingShown())
@@ -785,7 +794,9 @@ bool MainWindow::exportForTarget(ExportTarget target, const QString& path)
         const SimulationResult* timeline = m_selected && m_selected->config.describe() == e->config.describe()
             ? m_selected->simulation.get()
             : nullptr;
-        const ExportResult exported = exportedText(target, *e, *m_result->model, m_resultRequest, timeline);
+        ExportOptions options;
+        options.framework_version = frameworkVersion;
+        const ExportResult exported = exportedText(target, *e, *m_result->model, m_resultRequest, timeline, options);
         saveExport(path, exported.text, exported.notes);
         return true;
     } catch (const InputError& error) {

@@ -82,7 +82,8 @@ public:
     bool exportResult(const QString& path);
     bool exportChromeTrace(const QString& path);
     /** The selected candidate through one of the core's exporters (torchtitan, Megatron-LM, DeepSpeed, ...). */
-    bool exportForTarget(ExportTarget target, const QString& path);
+    /** `frameworkVersion`: the release to write for (empty = the framework's current line). */
+    bool exportForTarget(ExportTarget target, const QString& path, const std::string& frameworkVersion = {});
     /** The selected serving deployment as the engine's launch script (vLLM, SGLang). */
     bool exportServing(ServingExportTarget target, const QString& path);
     /** Whether the centre shows an inference plan (the planner's inference mode) rather than a training one. */

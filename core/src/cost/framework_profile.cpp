@@ -175,8 +175,9 @@ FrameworkProfile nemo()
  *   log-softmax's fp32 input gradient are live beside the saved output (4 + 4): 8 B working;
  * - under pipeline parallelism torchtitan sets reshard_after_forward=False (apply_fsdp), and it never reshards the
  *   final norm and output after forward: a stage keeps its blocks' bf16 copies from forward to backward;
- * - trains in bf16 only under FSDP: without dp_shard or cp the model keeps fp32 weights (training.mixed_precision
- *   applies in apply_fsdp), so the profile requires dp x cp >= 2;
+ * - v0.2.x trains in bf16 under TP or PP only with FSDP: without dp_shard or cp the model keeps fp32 weights
+ *   (training.mixed_precision applies in apply_fsdp), so that release requires dp x cp >= 2 there; main applies
+ *   FSDP at any degree (models/llama3/parallelize.py), so mixed precision always holds;
  * - schedules: torch.distributed.pipelining ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B, and the V-shaped
  *   ScheduleZBVZeroBubble and ScheduleDualPipeV (torchtitan's pipeline_parallel_schedule "ZBVZeroBubble",
  *   "DualPipeV"); no ZB-H1 (its other zero-bubble schedule is an interleaved one); Schedule1F1B raises when
@@ -316,6 +317,49 @@ const FrameworkProfile& frameworkProfile(Framework framework)
     return profiles[static_cast<std::size_t>(framework)];
 }
 
+const std::vector<std::string>& frameworkVersions(Framework framework)
+{
+    // Megatron-LM: the release tags whose arguments.py the export was checked against (tests/data/
+    // framework_schemas); NullTokenizer's vocabulary rule changed at core_v0.18. torchtitan: main's Python config
+    // modules (the format since commit 9810191, 2026-02-23) and the v0.2.x TOML job files. DeepSpeed: master after
+    // v0.19.5.
+    static const std::vector<std::string> megatron {"core_v0.19", "core_v0.18", "core_v0.17", "core_v0.16",
+                                                    "core_v0.15"};
+    static const std::vector<std::string> torchtitan {"main", "v0.2"};
+    static const std::vector<std::string> deepspeed {"v0.19"};
+    static const std::vector<std::string> none;
+    switch (framework) {
+    case Framework::MegatronCore:
+        return megatron;
+    case Framework::Torchtitan:
+        return torchtitan;
+    case Framework::DeepSpeed:
+        return deepspeed;
+    case Framework::Generic:
+    case Framework::NeMo:
+    case Framework::Composer:
+        break;
+    }
+    return none;
+}
+
+std::optional<std::string> resolveFrameworkVersion(Framework framework, std::string_view requested)
+{
+    const auto& versions = frameworkVersions(framework);
+    if (versions.empty())
+        return requested.empty() ? std::optional<std::string>(std::string()) : std::nullopt;
+    if (requested.empty())
+        return versions.front();
+    for (const auto& v : versions) {
+        // A patch release names its line: core_v0.19.1 -> core_v0.19, v0.2.2 -> v0.2.
+        if (requested == v
+            || (requested.size() > v.size() + 1 && requested.substr(0, v.size()) == v && requested[v.size()] == '.'
+                && requested.find_first_not_of("0123456789", v.size() + 1) == std::string_view::npos))
+            return v;
+    }
+    return std::nullopt;
+}
+
 std::string zeroStageList(const FrameworkProfile& p)
 {
     std::string stages;
@@ -331,6 +375,39 @@ std::string scheduleList(const FrameworkProfile& p)
         names += cat(names.empty() ? "" : ", ", scheduleName(s));
     return names;
 }
+
+namespace {
+
+/**
+ * What only some releases of a framework refuse. A configuration names its release when it is written for one (an
+ * export resolves it, the current line by default); one that names none is costed for the framework as a whole.
+ */
+std::string releaseRestriction(const FrameworkProfile& p, const ParallelConfig& c)
+{
+    if (p.framework != Framework::Torchtitan || c.framework_version.empty())
+        return {};
+    const std::string version = resolveFrameworkVersion(p.framework, c.framework_version).value_or("");
+    if (version == "v0.2") {
+        // torchtitan/distributed/utils.py maybe_enable_amp (v0.2.2): without FSDP (dp_shard and cp 1) mixed
+        // precision comes from autocast, which it refuses under TP or PP ("only supported when FSDP/HSDP/CP is
+        // enabled"): the model then trains in training.dtype, float32.
+        if (p.requires_sharded_dp && c.dp * c.cp < 2 && (c.tp > 1 || c.pp > 1))
+            return cat("torchtitan v0.2 trains in bf16 with TP or PP only under FSDP, which needs dp x cp >= 2 (got ",
+                       c.dp * c.cp, "): without it the model trains in float32; export for torchtitan main");
+        return {};
+    }
+    // main: float8 linears have the rowwise recipes only (commit 6348d93d1), and expert tensor parallelism is gone
+    // (commit c4b409af2): experts are whole on each expert-parallel rank.
+    if (c.fp8_linears && c.fp8_recipe != Float8Recipe::Rowwise)
+        return cat("torchtitan main has only rowwise float8 recipes (got ", float8RecipeName(c.fp8_recipe),
+                   "): use the rowwise recipe, or export for torchtitan v0.2");
+    if (c.ep > 1 && c.expertTp() > 1)
+        return cat("torchtitan main has no expert tensor parallelism (experts split over ", c.expertTp(),
+                   " ranks): set etp 1, or export for torchtitan v0.2");
+    return {};
+}
+
+} // namespace
 
 std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig& c)
 {
@@ -361,6 +438,19 @@ std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig
         return cat(name,
                    " does not overlap expert all-to-alls with compute: turn the overlap off, or plan for "
                    "megatron-core (--overlap-moe-expert-parallel-comm)");
+    if (c.moe_a2a_overlap && (p.framework == Framework::MegatronCore || p.framework == Framework::NeMo)) {
+        // megatron/core/transformer/transformer_config.py __post_init__ (core_v0.15-core_v0.19): the overlap asserts
+        // recompute_granularity != 'full' and "moe" not in recompute_modules (a recomputed MLP block is "moe" in
+        // MoE layers).
+        const bool mlp = std::any_of(c.recompute_modules.begin(), c.recompute_modules.end(), [](const std::string& m) {
+            return m.find("mlp") != std::string::npos || m.find("moe") != std::string::npos
+                || m.find("experts") != std::string::npos;
+        });
+        if (c.recompute == RecomputeKind::Full || (c.recompute == RecomputeKind::Modules && mlp))
+            return cat(name,
+                       "'s expert all-to-all overlap refuses full recomputation and recomputed MoE layers: "
+                       "recompute the attention core or norms only, or turn the overlap off");
+    }
     if (c.moe_shared_expert_overlap && !p.moe_shared_expert_overlap)
         return cat(name,
                    " runs the shared expert beside the routed experts, not under their all-to-alls: turn the "
@@ -374,11 +464,9 @@ std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig
     if (c.fp8_linears && std::find(p.fp8_recipes.begin(), p.fp8_recipes.end(), c.fp8_recipe) == p.fp8_recipes.end())
         return cat(name, " has no ", float8RecipeName(c.fp8_recipe),
                    " FP8 scaling: use the tensorwise recipe, or choose another framework");
-    if (p.requires_sharded_dp && c.dp * c.cp < 2)
-        return cat(name, " trains in bf16 only under FSDP, which needs dp x cp >= 2 (got ", c.dp * c.cp,
-                   "): without it the weights stay fp32");
     if (p.framework == Framework::Torchtitan && c.tp_comm_overlap && c.eager_kernels)
         return "torchtitan's async TP needs torch.compile: turn eager kernels off or TP overlap off";
+    return releaseRestriction(p, c);
     return {};
 }
 

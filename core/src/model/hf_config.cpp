@@ -584,9 +584,32 @@ ParsedConfig parseStandardDecoder(const ConfigReader& r, const std::string& type
     return c;
 }
 
+ParsedConfig parseFamily(const json& config, ConfigReader& r);
+
+/** RoPE's base: rope_theta, or transformers v5's rope_parameters.rope_theta; 0 when the config states none. */
+double ropeTheta(const json& config)
+{
+    const json* source = &config;
+    if (config.is_object() && config.contains("text_config") && config.at("text_config").is_object())
+        source = &config.at("text_config");
+    for (const json* where : {source, source->contains("rope_parameters") ? &source->at("rope_parameters") : nullptr})
+        if (where && where->is_object() && where->contains("rope_theta") && where->at("rope_theta").is_number()
+            && where->at("rope_theta").get<double>() > 0)
+            return where->at("rope_theta").get<double>();
+    return 0;
+}
+
 ParsedConfig parseConfig(const json& config, std::string_view origin)
 {
     ConfigReader r(config, origin);
+    ParsedConfig c = parseFamily(config, r);
+    if (!c.shape.learned_positions)
+        c.shape.rope_theta = ropeTheta(config);
+    return c;
+}
+
+ParsedConfig parseFamily(const json& config, ConfigReader& r)
+{
     if (!config.is_object())
         r.fail(cat("expected a JSON object (a Hugging Face config.json), got ", config.type_name()),
                "pass the model's config.json");

@@ -69,6 +69,7 @@ nlohmann::json transformerToJson(const TransformerShape& t)
     put("v_head_dim", t.v_head_dim, plain.v_head_dim);
     put("attention_window", t.attention_window, plain.attention_window);
     put("global_layer_every", t.global_layer_every, plain.global_layer_every);
+    put("rope_theta", t.rope_theta, plain.rope_theta);
     return doc;
 }
 
@@ -107,6 +108,7 @@ TransformerShape transformerFromJson(const nlohmann::json& doc, const std::strin
     t.v_head_dim = f.optInteger("v_head_dim", 0, 1'000'000).value_or(0);
     t.attention_window = f.optInteger("attention_window", 0, 1'000'000'000).value_or(0);
     t.global_layer_every = f.optInteger("global_layer_every", 0, kMaxTransformerLayers).value_or(0);
+    t.rope_theta = f.optNumber("rope_theta", 0, 1e12).value_or(0);
     f.checkNoUnknownKeys();
     return t;
 }

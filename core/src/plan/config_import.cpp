@@ -566,14 +566,35 @@ ImportedConfig importDeepSpeed(const nlohmann::json& doc, const std::string& ori
     const auto micro = f.optInteger("train_micro_batch_size_per_gpu", 1, kMaxBatch);
     const auto accumulation = f.optInteger("gradient_accumulation_steps", 1, kMaxBatch);
 
-    if (const auto* tensor = f.find("tensor_parallel")) {
+    // Shardscape's exports record the layout the model code builds under a key DeepSpeed does not read.
+    std::optional<std::int64_t> layoutDp;
+    if (const auto* layout = f.find("_shardscape_layout")) {
+        JsonFields l(*layout, origin, "_shardscape_layout");
+        c.tp = static_cast<int>(l.integer("tensor_parallel", 1, kMaxDegree));
+        c.pp = static_cast<int>(l.integer("pipeline_stages", 1, kMaxDegree));
+        layoutDp = l.integer("data_parallel", 1, kMaxDegree);
+        if (const auto* split = l.find("stage_layers"); split && c.pp > 1) {
+            if (!split->is_array() || split->size() != static_cast<std::size_t>(c.pp))
+                l.fail("stage_layers", cat("expected ", c.pp, " layer counts, one per pipeline stage"));
+            for (const auto& n : *split) {
+                if (!n.is_number_integer() || n.get<std::int64_t>() < 0 || n.get<std::int64_t>() > kMaxDegree)
+                    l.fail("stage_layers", cat("expected layer counts, got ", describeJson(n)));
+                c.stage_layers.push_back(n.get<int>());
+            }
+        }
+    }
+    if (const auto* tensor = f.find("tensor_parallel"); tensor && !layoutDp) {
         JsonFields t(*tensor, origin, "tensor_parallel");
         c.tp = static_cast<int>(t.optInteger("autotp_size", 1, kMaxDegree).value_or(1));
     }
     if (const auto* pipeline = f.find("pipeline")) {
         JsonFields p(*pipeline, origin, "pipeline");
         const nlohmann::json* stages = p.find("stages");
-        if (stages && stages->is_number_integer()) {
+        if (layoutDp) {
+            // _shardscape_layout gave the degree; DeepSpeed reads no pipeline.stages anyway.
+        } else if (stages && stages->is_number_integer()) {
+            out.warnings.push_back("pipeline.stages is read as the pipeline degree, though DeepSpeed takes it from "
+                                   "the code (PipelineModule(num_stages=...)), not from the config");
             c.pp = static_cast<int>(p.integer("stages", 1, kMaxDegree));
         } else if (stages && !(stages->is_string() && stages->get<std::string>() == "auto")) {
             p.fail("stages", cat("expected a stage count or \"auto\", got ", describeJson(*stages)));
@@ -611,7 +632,15 @@ ImportedConfig importDeepSpeed(const nlohmann::json& doc, const std::string& ori
     // train_batch_size = micro x accumulation x DP; any two give the third when the world size is known.
     const std::int64_t modelParallel = std::int64_t {c.tp} * c.pp;
     std::int64_t dp = 0;
-    if (batch && micro && accumulation) {
+    if (layoutDp && !(batch && micro && accumulation)) {
+        dp = *layoutDp;
+        if (!micro || !accumulation) {
+            if (!batch)
+                fail(origin, 0,
+                     "give two of train_batch_size, train_micro_batch_size_per_gpu and "
+                     "gradient_accumulation_steps");
+        }
+    } else if (batch && micro && accumulation) {
         if (*batch % (*micro * *accumulation))
             f.fail("train_batch_size",
                    cat("value ", *batch,

@@ -23,6 +23,8 @@ struct Context
         transformer (then the embedding is in chunk 0 and the head in the last chunk); empty otherwise. */
     std::vector<int> blocks;
     std::vector<std::string> notes;
+    /** The release line of the target's framework the text is written for (frameworkVersions). */
+    std::string framework_version;
 
     const ParallelConfig& config() const { return plan.config; }
     void note(std::string text) { notes.push_back(std::move(text)); }
@@ -37,8 +39,8 @@ std::vector<std::string> headerLines(const Context& context, std::string_view wh
 
 /**
  * Appends to `head` the line naming the framework profile of the target (`target`: the framework whose config is
- * written) and, when the plan was made for another named framework or the target cannot run the plan as written
- * (frameworkRestriction), a "WARNING: ..." line saying so. The export is written either way.
+ * written) and, when the plan was made for another named framework, a "WARNING: ..." line saying so. (A plan the
+ * target cannot run never gets here: exportPlan refuses it with frameworkRestriction.)
  */
 void appendFrameworkLines(const Context& context, Framework target, std::vector<std::string>& head);
 
@@ -65,7 +67,10 @@ std::string shellWord(std::string_view text);
 /** A TOML basic string with quotes, backslashes and control characters escaped. */
 std::string tomlString(std::string_view text);
 
+/** torchtitan v0.2.x: the TOML job file. */
 std::string exportTorchtitan(Context& context);
+/** torchtitan main: the Python config module. */
+std::string exportTorchtitanConfig(Context& context);
 std::string exportMegatron(Context& context);
 std::string exportDeepSpeed(Context& context);
 std::string exportTorchrun(Context& context);

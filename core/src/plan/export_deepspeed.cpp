@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
-// DeepSpeed config JSON (docs/_pages/config-json.md, deepspeed/runtime/config.py, deepspeed/runtime/pipe/). The batch
-// triple satisfies train_batch_size = train_micro_batch_size_per_gpu x gradient_accumulation_steps x DP, which
-// DeepSpeed asserts. What DeepSpeed cannot express, and how it is written instead:
-// - Context parallelism: DeepSpeed has none (sequence_parallel_size is Ulysses all-to-all attention, another
-//   algorithm); a note.
-// - ZeRO-2/3 with pipeline parallelism: the pipeline engine asserts they are incompatible; written as ZeRO-1.
-// - Interleaved, GPipe and ZB-H1 schedules: the pipeline engine runs its own 1F1B-like TrainSchedule, one stage per
-//   rank; a note.
-// - The stage split, the TP/SP/EP degrees and which layers are checkpointed are set in code (PipelineModule's
-//   num_stages, partition_method and activation_checkpoint_interval; the model's mpu or AutoTP; MoE(ep_size));
-//   the config records pipeline.stages and tensor_parallel.autotp_size and the notes say the rest.
+// DeepSpeed config JSON (docs/_pages/config-json.md, deepspeed/runtime/config.py, deepspeed/runtime/pipe/). Only plans
+// DeepSpeed runs get here (exportPlan refuses the others with frameworkRestriction: its pipeline engine runs 1F1B with
+// ZeRO 0/1, it has no ring context parallelism and no FP8 training). What the file carries, and why:
+// - The batch: DeepSpeed asserts train_batch_size = micro x gradient_accumulation_steps x its data-parallel size
+//   (runtime/config.py _batch_assertion), and without an mpu or a pipeline topology that size is the whole world
+//   (runtime/config.py _set_batch_related_parameters). With tp > 1 the plan's dp is world / (tp x pp) only when the
+//   model code's mpu or AutoTP gives DeepSpeed the TP groups, so train_batch_size is left out and DeepSpeed computes
+//   it from the two it is given (the same global batch then, and never a failed assertion).
+// - Tensor parallelism: with pp = 1, tensor_parallel.autotp_size switches DeepSpeed's AutoTP training on (it builds
+//   the TP groups and shards a Hugging Face model's linears: deepspeed/__init__.py, runtime/engine.py); under a
+//   pipeline the model code (Megatron-DeepSpeed's mpu) does TP, and the key is not written.
+// - The pipeline: PipelineModule(num_stages, partition_method) is code; of the config's "pipeline" section only
+//   activation_checkpoint_interval is read (runtime/pipe/engine.py), so nothing else is written there.
 // JSON has no comments: the header and the notes go into a "_comment" list, a key DeepSpeed does not read.
 #include "export_common.h"
 
@@ -28,7 +30,8 @@ std::string exportDeepSpeed(Context& context)
 
     ordered_json doc;
     doc["_comment"] = ordered_json::array();
-    doc["train_batch_size"] = plan.global_batch;
+    if (c.tp == 1)
+        doc["train_batch_size"] = plan.global_batch;
     doc["train_micro_batch_size_per_gpu"] = c.micro_batch;
     doc["gradient_accumulation_steps"] = c.num_microbatches;
     const DType dtype = context.model.dtype;
@@ -39,23 +42,11 @@ std::string exportDeepSpeed(Context& context)
     else if (dtype != DType::F32)
         context.note(cat("the plan's dtype ", dtypeName(dtype), " has no DeepSpeed precision section here"));
 
-    int zero = c.zero_stage;
-    if (c.pp > 1 && zero >= 2) {
-        zero = 1;
-        context.note(cat("DeepSpeed's pipeline engine forbids ZeRO-2/3 with pipeline parallelism: written as ZeRO-1, "
-                         "so gradients are not sharded and need more memory than the plan's ZeRO-",
-                         c.zero_stage));
-    }
-    doc["zero_optimization"] = {{"stage", zero}};
-    if (c.zero_ngroups > 1 && zero > 0)
+    doc["zero_optimization"] = {{"stage", c.zero_stage}};
+    if (c.zero_ngroups > 1 && c.zero_stage > 0)
         context.note(cat("zero_ngroups ", c.zero_ngroups,
                          " (sharding within groups of the data-parallel ranks) has no DeepSpeed key; ZeRO++'s "
                          "zero_hpz_partition_size is a different scheme"));
-    if (c.cp > 1)
-        context.note(cat("DeepSpeed has no context parallelism (sequence_parallel_size is Ulysses all-to-all "
-                         "attention, another algorithm): the plan's cp ",
-                         c.cp, " is not expressed, and train_batch_size counts only the plan's dp = ", c.dp,
-                         " data-parallel ranks"));
 
     doc["activation_checkpointing"] = {{"partition_activations", false},
                                        {"cpu_checkpointing", false},
@@ -88,12 +79,9 @@ std::string exportDeepSpeed(Context& context)
         const bool even = !context.blocks.empty()
             && std::adjacent_find(context.blocks.begin(), context.blocks.end(), std::not_equal_to<>())
                 == context.blocks.end();
-        doc["pipeline"] = {{"stages", c.pp},
-                           {"partition", even ? "uniform" : "parameters"},
-                           {"activation_checkpoint_interval", interval}};
-        context.note(
-            cat("DeepSpeed takes the pipeline degree and split from the code: PipelineModule(num_stages=", c.pp,
-                ", partition_method=\"", even ? "uniform" : "parameters", "\"); pipeline.stages records the degree"));
+        doc["pipeline"] = {{"activation_checkpoint_interval", interval}};
+        context.note(cat("DeepSpeed takes the pipeline from the code: PipelineModule(layers, num_stages=", c.pp,
+                         ", partition_method=\"", even ? "uniform" : "parameters", "\")"));
         if (!even)
             context.note(cat("DeepSpeed cannot take per-stage layer counts: the plan's split (",
                              join(
@@ -105,19 +93,33 @@ std::string exportDeepSpeed(Context& context)
                                  }(),
                                  ", "),
                              " layers per stage) is approximated by partition_method=\"parameters\""));
-        if (c.vpp > 1 || c.schedule != ScheduleKind::OneFOneB)
-            context.note(cat("DeepSpeed's pipeline engine runs its own 1F1B-like schedule with one stage per rank: the "
-                             "plan's ",
-                             scheduleName(c.schedule), " schedule",
-                             c.vpp > 1 ? cat(" with ", c.vpp, " stages per rank") : std::string(),
-                             " is not expressed"));
     }
-    if (c.tp > 1) {
+    if (c.tp > 1 && c.pp == 1) {
         doc["tensor_parallel"] = {{"autotp_size", c.tp}};
-        context.note(cat("DeepSpeed takes tensor parallelism from the model code (e.g. Megatron-DeepSpeed's mpu) or "
-                         "from AutoTP, whose degree tensor_parallel.autotp_size records (",
-                         c.tp, ")", c.sequence_parallel ? "; sequence parallelism is a model-code setting too" : ""));
+        context.note(cat("tensor_parallel.autotp_size ", c.tp,
+                         " turns on DeepSpeed's AutoTP training, which shards a Hugging Face model's linear layers "
+                         "itself; leave it out if your model code does tensor parallelism (then pass its mpu to "
+                         "deepspeed.initialize)",
+                         c.sequence_parallel ? "; AutoTP has no sequence parallelism: activations take more memory "
+                                               "than the plan's SP"
+                                             : ""));
+    } else if (c.tp > 1) {
+        context.note(cat("tensor parallelism ", c.tp,
+                         " under a pipeline comes from the model code (Megatron-DeepSpeed's mpu, passed to "
+                         "deepspeed.initialize); AutoTP does not run under PipelineModule"));
     }
+    if (c.tp > 1)
+        context.note(cat("train_batch_size is left to DeepSpeed: micro-batch ", c.micro_batch,
+                         " x gradient accumulation ", c.num_microbatches, " x its data-parallel size (", c.dp,
+                         " when it gets the TP groups) = ", plan.global_batch,
+                         "; without them DeepSpeed counts every rank as data parallel"));
+    if (c.tp > 1 || c.pp > 1)
+        // Like "_comment", a key DeepSpeed does not read: the layout the model code must build, for the reader and
+        // for Shardscape's importer (DeepSpeed itself takes tp and pp from the code).
+        doc["_shardscape_layout"] = {{"tensor_parallel", c.tp},
+                                     {"pipeline_stages", c.pp},
+                                     {"data_parallel", c.dp},
+                                     {"stage_layers", context.chunks}};
     if (c.ep > 1)
         context.note(cat("DeepSpeed sets expert parallelism in code: deepspeed.moe.layer.MoE(ep_size=", c.ep, ")"));
     if (c.rank_order != "tp-cp-dp-pp" && c.rank_order != "tp-dp-cp-pp")
@@ -127,8 +129,9 @@ std::string exportDeepSpeed(Context& context)
 
     std::vector<std::string> comment = headerLines(context, "DeepSpeed config");
     appendFrameworkLines(context, Framework::DeepSpeed, comment);
-    comment.push_back(cat("train_batch_size ", plan.global_batch, " = micro-batch ", c.micro_batch,
-                          " x gradient accumulation ", c.num_microbatches, " x data parallel ", c.dp));
+    if (c.tp == 1)
+        comment.push_back(cat("train_batch_size ", plan.global_batch, " = micro-batch ", c.micro_batch,
+                              " x gradient accumulation ", c.num_microbatches, " x data parallel ", c.dp));
     for (const auto& note : context.notes)
         comment.push_back("note: " + note);
     doc["_comment"] = comment;

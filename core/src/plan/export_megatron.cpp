@@ -9,13 +9,15 @@
 // - ZeRO-1 is --use-distributed-optimizer (--num-distributed-optimizer-instances for zero_ngroups); ZeRO-2/3 are
 //   Megatron-FSDP (--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads / optim_grads_params, with the
 //   other flags its user guide requires), which also wants CUDA_DEVICE_MAX_CONNECTIONS unset.
-// - Schedules: Megatron runs 1F1B, or interleaved 1F1B with VPP; GPipe and ZB-H1 are written as 1F1B with a note.
+// - Schedules: Megatron runs 1F1B, or interleaved 1F1B with VPP; exportPlan refuses plans with another schedule.
 // - Per-module recomputation maps to --recompute-modules where Megatron has the module (mlp, layernorm, core_attn).
 #include "export_common.h"
 
+#include "shardscape/support/error.h"
 #include "shardscape/support/strings.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace shardscape::exporting {
@@ -23,6 +25,12 @@ namespace shardscape::exporting {
 namespace {
 
 using Args = std::vector<std::string>;
+
+/** Up to core_v0.17 NullTokenizer counts an end-of-document token beyond --vocab-size. */
+bool nullTokenizerAddsEod(std::string_view version)
+{
+    return version == "core_v0.15" || version == "core_v0.16" || version == "core_v0.17";
+}
 
 void add(Args& args, std::string flag, const std::string& value = {})
 {
@@ -94,12 +102,25 @@ void zeroArgs(Context& context, Args& args)
     add(args, "--no-gradient-accumulation-fusion");
     add(args, "--use-distributed-optimizer");
     add(args, "--ckpt-format", "fsdp_dtensor");
+    // megatron/training/training.py get_model: without it every rank first builds its whole TP/PP-local model on the
+    // GPU and shards it afterwards (a 70B tp1 pp1 plan would need ~140 GB at start-up).
+    add(args, "--init-model-with-meta-device");
     context.note(cat("ZeRO-", c.zero_stage, " is written as Megatron-FSDP (--use-megatron-fsdp with strategy ",
                      strategy,
                      "), Megatron's ZeRO-2/3 analogue; it wants CUDA_DEVICE_MAX_CONNECTIONS unset, so the script does "
                      "not set it"));
-    if (c.zero_ngroups > 1)
-        context.note(cat("zero_ngroups ", c.zero_ngroups, " (hierarchical sharding) is not written for Megatron-FSDP"));
+    if (c.zero_ngroups > 1) {
+        if (context.framework_version == "core_v0.15") {
+            context.note(cat("zero_ngroups ", c.zero_ngroups,
+                             " (hierarchical sharding) needs --outer-dp-sharding-strategy, which Megatron-FSDP has "
+                             "from core_v0.16: written as FSDP over all dp ranks"));
+        } else {
+            // Hybrid sharding (megatron/core/distributed/fsdp/mcore_fsdp_adapter.py): shard within dp / n ranks,
+            // replicate across the n instances.
+            add(args, "--num-distributed-optimizer-instances", cat(c.zero_ngroups));
+            add(args, "--outer-dp-sharding-strategy", "no_shard");
+        }
+    }
 }
 
 void recomputeArgs(Context& context, Args& args)
@@ -134,9 +155,18 @@ void recomputeArgs(Context& context, Args& args)
             full();
             return;
         }
-        if (endsWith(lower, "mlp"))
-            use("mlp");
-        else if (lower.find("norm") != std::string::npos)
+        if (endsWith(lower, "mlp") || lower.find("moe") != std::string::npos || endsWith(lower, "experts")) {
+            // Megatron's "mlp" recomputes dense MLPs only; an MoE layer's is "moe" (megatron/core/transformer/
+            // transformer_layer.py: recompute_mlp applies when the MLP is not an MoELayer). A plan recomputing the
+            // MLP block recomputes it in every layer, so an MoE model gets both where it has both kinds.
+            const TransformerShape* t = context.model.transformer ? &*context.model.transformer : nullptr;
+            const bool moe = t && t->num_experts > 0;
+            const bool dense = !moe || t->first_dense_layers > 0 || t->moe_layer_step > 1;
+            if (dense)
+                use("mlp");
+            if (moe)
+                use("moe");
+        } else if (lower.find("norm") != std::string::npos)
             use("layernorm");
         else if (endsWith(lower, "attn") || endsWith(lower, "attention"))
             use("core_attn");
@@ -182,6 +212,14 @@ bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
         add(args, "--swiglu");
     add(args, "--normalization", t.norm == "layernorm" ? "LayerNorm" : "RMSNorm");
     add(args, "--position-embedding-type", t.learned_positions ? "learned_absolute" : "rope");
+    if (!t.learned_positions && t.rope_theta > 0) {
+        // --rotary-base is an int (megatron/training/arguments.py) and defaults to 10000.
+        if (t.rope_theta == std::floor(t.rope_theta) && t.rope_theta < 1e15)
+            add(args, "--rotary-base", cat(static_cast<long long>(t.rope_theta)));
+        else
+            context.note(cat("the model's rope_theta ", t.rope_theta,
+                             " is not a whole number: Megatron's --rotary-base takes an integer, not written"));
+    }
     if (!t.tied_embeddings)
         add(args, "--untie-embeddings-and-output-weights");
     if (t.family != "gpt2" && t.family != "gpt_oss")
@@ -230,8 +268,6 @@ bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
                 pattern += cat(i ? "," : "", t.isMoeLayer(i) ? 1 : 0);
             add(args, "--moe-layer-freq", pattern + "]");
         }
-        if (c.ep > 1 && c.tp > 1 && !c.sequence_parallel)
-            context.note("Megatron-LM requires --sequence-parallel when expert and tensor parallelism are combined");
     }
     // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by (128) x TP; pick a divisor that
     // keeps the model's vocabulary when TP divides it.
@@ -254,6 +290,16 @@ bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
 std::string exportMegatron(Context& context)
 {
     const ParallelConfig& c = context.config();
+    // Start-up checks of Megatron-LM that a plan can fail (tests/data/framework_schemas/README.md lists them).
+    const TransformerShape* model = context.model.transformer ? &*context.model.transformer : nullptr;
+    if (c.cp > 1 && context.plan.seq_len % (2 * c.cp) != 0)
+        throw InputError(cat("Megatron's context parallelism splits each sequence into 2 x cp = ", 2 * c.cp,
+                             " chunks; the plan's ", context.plan.seq_len, " tokens do not divide"),
+                         "choose a sequence length that divides, or another cp");
+    if (model && model->num_experts > 0 && c.tp > 1 && !c.sequence_parallel)
+        throw InputError("Megatron's MoE layers need --sequence-parallel with tensor parallelism (moe_layer.py "
+                         "raises without it); the plan has SP off",
+                         "plan with sequence_parallel on, or export a plan with tp 1");
     Args args;
     add(args, "--tensor-model-parallel-size", cat(c.tp));
     if (c.sequence_parallel && c.tp > 1)
@@ -292,16 +338,6 @@ std::string exportMegatron(Context& context)
                      "gradients); the plan costs FP8 GEMMs with dynamic-scaling casts");
     }
     recomputeArgs(context, args);
-    if (c.pp > 1 && c.schedule == ScheduleKind::GPipe)
-        context.note("Megatron-LM has no GPipe schedule: it runs 1F1B (the same bubble, less activation memory than "
-                     "predicted)");
-    if (c.pp > 1 && isVShaped(c.schedule))
-        context.note(cat("Megatron-LM has no ", scheduleName(c.schedule),
-                         " schedule: the two chunks per rank run "
-                         "interleaved (looped placement), with a larger bubble than predicted"));
-    if (c.pp > 1 && c.schedule == ScheduleKind::ZeroBubbleH1)
-        context.note("Megatron-LM has no zero-bubble (ZB-H1) schedule: it runs 1F1B, with a larger bubble than "
-                     "predicted");
     if (c.rank_order != "tp-cp-dp-pp")
         context.note(cat("Megatron orders ranks tp-cp-ep-dp-pp; the plan's rank order ", c.rank_order,
                          " has no command-line flag"));
@@ -318,15 +354,19 @@ std::string exportMegatron(Context& context)
     add(args, "--lr", "3.0e-4");
     add(args, "--mock-data");
     add(args, "--tokenizer-type", "NullTokenizer");
+    // NullTokenizer's vocabulary: --vocab-size plus an end-of-document token up to core_v0.17; exactly --vocab-size
+    // from core_v0.18 (megatron/core/tokenizers/text/libraries/null_tokenizer.py, commit c9dfe34).
+    const std::int64_t vocabFlag = vocab - (nullTokenizerAddsEod(context.framework_version) ? 1 : 0);
     if (haveModel)
-        add(args, "--vocab-size", cat(vocab - 1));
+        add(args, "--vocab-size", cat(vocabFlag));
     const LaunchShape shape = launchShape(context);
     const bool fsdp = c.zero_stage >= 2 && c.dp * c.cp > 1;
 
     std::vector<std::string> head = headerLines(context, "Megatron-LM launch script");
     appendFrameworkLines(context, Framework::MegatronCore, head);
     head.emplace_back();
-    head.emplace_back("Run this on every node. MEGATRON_LM is a Megatron-LM checkout (core_v0.15 or later),");
+    head.push_back(
+        cat("Run this on every node. MEGATRON_LM is a Megatron-LM checkout of ", context.framework_version, ","));
     head.emplace_back("MASTER_ADDR the host name of node 0; any arguments are appended to pretrain_gpt.py's.");
     std::string out = "#!/usr/bin/env bash\n" + commentBlock(head, "# ");
     if (!context.notes.empty())
@@ -345,8 +385,8 @@ std::string exportMegatron(Context& context)
     out += commentBlock(
         wrap(cat("Mock data and a null tokenizer, so that the script runs as it is: replace --mock-data and the "
                  "tokenizer arguments with your --data-path and tokenizer.",
-                 haveModel ? cat(" NullTokenizer adds an end-of-document token: --vocab-size ", vocab - 1, " gives ",
-                                 vocab, " tokens.")
+                 haveModel ? cat(" With ", context.framework_version, "'s NullTokenizer --vocab-size ", vocabFlag,
+                                 " gives ", vocab, " tokens.")
                            : std::string()),
              116, "", ""),
         "# ");

@@ -30,7 +30,7 @@ struct TargetInfo
 };
 
 constexpr std::array<TargetInfo, 7> kTargets {{{ExportTarget::Json, "json", ".json"},
-                                               {ExportTarget::Torchtitan, "torchtitan", ".toml"},
+                                               {ExportTarget::Torchtitan, "torchtitan", ".toml"}, // v0.2
                                                {ExportTarget::Megatron, "megatron", ".sh"},
                                                {ExportTarget::DeepSpeed, "deepspeed", ".json"},
                                                {ExportTarget::Torchrun, "torchrun", ".sh"},
@@ -194,22 +194,101 @@ std::optional<ExportTarget> parseExportTarget(std::string_view name)
     return std::nullopt;
 }
 
-std::string_view exportTargetSuffix(ExportTarget target)
+std::string_view exportTargetSuffix(ExportTarget target, std::string_view frameworkVersion)
 {
+    // torchtitan main reads Python config modules; its v0.2 releases TOML job files.
+    if (target == ExportTarget::Torchtitan && frameworkVersion != "v0.2")
+        return ".py";
     return infoOf(target).suffix;
 }
 
-ExportResult exportPlan(ExportTarget target, const LoadedPlan& plan, const ModelGraph& model, const Cluster& cluster,
-                        const SimulationResult* timeline)
+namespace {
+
+/** The framework whose config a target writes. */
+std::optional<Framework> targetFramework(ExportTarget target)
 {
+    switch (target) {
+    case ExportTarget::Torchtitan:
+        return Framework::Torchtitan;
+    case ExportTarget::Megatron:
+        return Framework::MegatronCore;
+    case ExportTarget::DeepSpeed:
+        return Framework::DeepSpeed;
+    case ExportTarget::Json:
+    case ExportTarget::Torchrun:
+    case ExportTarget::ChromeTrace:
+    case ExportTarget::Dump:
+        break;
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+std::string exportFrameworkVersion(ExportTarget target, const LoadedPlan& plan, const ExportOptions& options)
+{
+    // The torchrun launcher starts torchtitan by default: its file name follows torchtitan's format.
+    const auto framework
+        = target == ExportTarget::Torchrun ? std::optional(Framework::Torchtitan) : targetFramework(target);
+    if (!framework)
+        return {};
+    std::string_view requested = options.framework_version;
+    if (requested.empty() && plan.config.framework == *framework)
+        requested = plan.config.framework_version;
+    if (const auto version = resolveFrameworkVersion(*framework, requested))
+        return *version;
+    throw InputError(cat("'", requested, "' is not a ", frameworkName(*framework), " release the ",
+                         exportTargetName(target), " export is written for"),
+                     cat("use ", join(frameworkVersions(*framework)), " (the first is the default)"));
+}
+
+std::string exportDefaultFileName(ExportTarget target, std::string_view frameworkVersion)
+{
+    switch (target) {
+    case ExportTarget::Json:
+        return "plan.json";
+    case ExportTarget::Torchtitan:
+        return frameworkVersion == "v0.2" ? "plan.toml" : "plan_config.py";
+    case ExportTarget::Megatron:
+        return "megatron.sh";
+    case ExportTarget::DeepSpeed:
+        return "ds_config.json";
+    case ExportTarget::Torchrun:
+        return "launch.sh";
+    case ExportTarget::ChromeTrace:
+        return "trace.json";
+    case ExportTarget::Dump:
+        break;
+    }
+    return "plan.dump";
+}
+
+ExportResult exportPlan(ExportTarget target, const LoadedPlan& plan, const ModelGraph& model, const Cluster& cluster,
+                        const SimulationResult* timeline, const ExportOptions& options)
+{
+    // A framework config is for running the plan: one the framework would refuse at start-up, or run as another
+    // plan than the one predicted, is not written (the profile's limits are the frameworks' own checks).
+    const std::string version = exportFrameworkVersion(target, plan, options);
+    if (const auto framework = targetFramework(target)) {
+        const std::string_view name = frameworkName(*framework);
+        ParallelConfig asWritten = plan.config;
+        asWritten.framework_version = version;
+        if (const std::string problem = frameworkRestriction(frameworkProfile(*framework), asWritten); !problem.empty())
+            throw InputError(cat("cannot export this plan for ", name, ": ", problem),
+                             cat("plan for ", name, " (shardscape-cli plan --framework ", name,
+                                 ", or simulate --framework ", name,
+                                 " with a layout it runs, then --save-plan) and export that plan"));
+    }
     exporting::Context context = exporting::makeContext(plan, model, cluster);
+    context.framework_version = version;
     ExportResult result;
     switch (target) {
     case ExportTarget::Json:
         result.text = exportJson(context);
         break;
     case ExportTarget::Torchtitan:
-        result.text = exporting::exportTorchtitan(context);
+        result.text = context.framework_version == "v0.2" ? exporting::exportTorchtitan(context)
+                                                          : exporting::exportTorchtitanConfig(context);
         break;
     case ExportTarget::Megatron:
         result.text = exporting::exportMegatron(context);
@@ -242,7 +321,7 @@ std::string Context::modelName() const
 
 Context makeContext(const LoadedPlan& plan, const ModelGraph& model, const Cluster& cluster)
 {
-    Context context {plan, model, cluster, plan.resolved_stage_layers, {}, {}};
+    Context context {plan, model, cluster, plan.resolved_stage_layers, {}, {}, {}};
     const ParallelConfig& c = plan.config;
     if (static_cast<int>(context.chunks.size()) != c.pp * c.vpp)
         throw InputError(
@@ -302,14 +381,21 @@ void appendFrameworkLines(const Context& context, Framework target, std::vector<
                     " for its memory terms and limits)");
     for (auto& wrapped : wrap(line, 112, "", "  "))
         head.push_back(std::move(wrapped));
+    std::vector<std::string> others;
+    for (const auto& v : frameworkVersions(target))
+        if (v != context.framework_version)
+            others.push_back(v);
+    for (auto& wrapped : wrap(cat("Framework version: ", name, " ", context.framework_version,
+                                  others.empty() ? std::string()
+                                                 : cat(" (export --framework-version ", join(others, " | "),
+                                                       " writes for another release)")),
+                              112, "", "  "))
+        head.push_back(std::move(wrapped));
     if (c.framework != Framework::Generic && c.framework != target)
         for (auto& wrapped :
              wrap(cat("WARNING: the plan was made for ", planned, ", not ", name, ": its predictions use ", planned,
                       "'s memory terms and limits (plan again with --framework ", name, " for this target)"),
                   112, "", "  "))
-            head.push_back(std::move(wrapped));
-    if (const std::string problem = frameworkRestriction(frameworkProfile(target), c); !problem.empty())
-        for (auto& wrapped : wrap(cat("WARNING: ", name, " cannot run the plan as written: ", problem), 112, "", "  "))
             head.push_back(std::move(wrapped));
 }
 

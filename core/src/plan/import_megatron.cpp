@@ -17,6 +17,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 
 namespace shardscape::importing {
@@ -743,8 +744,12 @@ std::optional<RecomputeKind> recomputeFrom(const MegatronArgs& args, ParallelCon
         return RecomputeKind::Selective;
     std::vector<std::string> unmodelled;
     for (const auto& m : modules) {
-        if (m == "mlp") {
-            c.recompute_modules.push_back("mlp");
+        if (m == "mlp" || m == "moe") {
+            // "moe" is the MoE layers' MLP block: HF's "mlp" (DeepSeek, Qwen MoE) or Mixtral's "block_sparse_moe".
+            if (std::find(c.recompute_modules.begin(), c.recompute_modules.end(), "mlp") == c.recompute_modules.end())
+                c.recompute_modules.push_back("mlp");
+            if (m == "moe")
+                c.recompute_modules.push_back("block_sparse_moe");
         } else if (m == "layernorm") {
             c.recompute_modules.push_back("input_layernorm");
             c.recompute_modules.push_back("post_attention_layernorm");
@@ -762,7 +767,17 @@ std::optional<RecomputeKind> recomputeFrom(const MegatronArgs& args, ParallelCon
     return RecomputeKind::Modules;
 }
 
-TransformerShape modelFrom(const MegatronArgs& args)
+/** Whether the script says it is for a Megatron-LM whose NullTokenizer adds an end-of-document token beyond
+    --vocab-size (up to core_v0.17): Shardscape's export header names its release, and exports before the release
+    line was named said so in words. Otherwise the current rule holds: the vocabulary is --vocab-size. */
+bool scriptTargetsOldNullTokenizer(std::string_view text)
+{
+    static const std::regex release(R"(Framework version: megatron-core core_v0\.1[5-7]\b)");
+    return std::regex_search(text.begin(), text.end(), release)
+        || text.find("NullTokenizer adds an end-of-document token") != std::string_view::npos;
+}
+
+TransformerShape modelFrom(const MegatronArgs& args, bool nullTokenizerAddsEod)
 {
     TransformerShape t;
     t.family = "megatron";
@@ -781,8 +796,8 @@ TransformerShape modelFrom(const MegatronArgs& args)
     t.num_experts = args.integer("--num-experts", 0, kMaxSize).value_or(0);
     t.top_k = t.num_experts > 0 ? args.integer("--moe-router-topk", 1, kMaxSize).value_or(2) : 0;
     std::int64_t vocab = args.integer("--vocab-size", 1, kMaxSize).value_or(0);
-    if (vocab > 0 && args.string("--tokenizer-type").value_or("") == "NullTokenizer")
-        ++vocab; // NullTokenizer adds an end-of-document token
+    if (vocab > 0 && args.string("--tokenizer-type").value_or("") == "NullTokenizer" && nullTokenizerAddsEod)
+        ++vocab; // NullTokenizer added an end-of-document token up to core_v0.17
     t.vocab = vocab;
     const std::int64_t seq = args.integer("--seq-length", 1, kMaxSize).value_or(0);
     t.max_positions = args.integer("--max-position-embeddings", 1, kMaxSize).value_or(seq);
@@ -963,7 +978,7 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
 
     // The model.
     if (args.has("--num-layers") && args.has("--hidden-size") && args.has("--num-attention-heads"))
-        out.model = modelFrom(args);
+        out.model = modelFrom(args, scriptTargetsOldNullTokenizer(text));
     out.seq_len = args.integer("--seq-length", 1, kMaxSize).value_or(0);
     if (out.model && out.model->num_experts == 0 && c.ep > 1)
         args.failFlag("--expert-model-parallel-size", "expert parallelism needs --num-experts");

@@ -162,33 +162,37 @@ std::string layerName(const CostModel& model, int index)
 
 json configJson(const ParallelConfig& c)
 {
-    return json {{"tp", c.tp},
-                 {"pp", c.pp},
-                 {"dp", c.dp},
-                 {"cp", c.cp},
-                 {"ep", c.ep},
-                 {"etp", c.etp}, // 0: the experts split by tp
-                 {"vpp", c.vpp},
-                 {"micro_batch", c.micro_batch},
-                 {"num_microbatches", c.num_microbatches},
-                 {"zero_stage", c.zero_stage},
-                 {"zero_ngroups", c.zero_ngroups},
-                 {"sequence_parallel", c.sequence_parallel},
-                 {"tp_comm_overlap", c.tp_comm_overlap},
-                 {"overlap_param_gather", c.overlap_param_gather},
-                 {"moe_a2a_overlap", c.moe_a2a_overlap},
-                 {"moe_shared_expert_overlap", c.moe_shared_expert_overlap},
-                 {"moe_capacity_factor", c.moe_capacity_factor},
-                 {"moe_router_imbalance", c.moe_router_imbalance},
-                 {"fp8_linears", c.fp8_linears},
-                 {"fp8_recipe", float8RecipeName(c.fp8_recipe)},
-                 {"eager_kernels", c.eager_kernels},
-                 {"framework", frameworkName(c.framework)},
-                 {"recompute", recomputeName(c.recompute)},
-                 {"recompute_modules", c.recompute_modules},
-                 {"schedule", scheduleName(c.schedule)},
-                 {"stage_layers", c.stage_layers},
-                 {"rank_order", c.rank_order}};
+    json doc {{"tp", c.tp},
+              {"pp", c.pp},
+              {"dp", c.dp},
+              {"cp", c.cp},
+              {"ep", c.ep},
+              {"etp", c.etp}, // 0: the experts split by tp
+              {"vpp", c.vpp},
+              {"micro_batch", c.micro_batch},
+              {"num_microbatches", c.num_microbatches},
+              {"zero_stage", c.zero_stage},
+              {"zero_ngroups", c.zero_ngroups},
+              {"sequence_parallel", c.sequence_parallel},
+              {"tp_comm_overlap", c.tp_comm_overlap},
+              {"overlap_param_gather", c.overlap_param_gather},
+              {"moe_a2a_overlap", c.moe_a2a_overlap},
+              {"moe_shared_expert_overlap", c.moe_shared_expert_overlap},
+              {"moe_capacity_factor", c.moe_capacity_factor},
+              {"moe_router_imbalance", c.moe_router_imbalance},
+              {"fp8_linears", c.fp8_linears},
+              {"fp8_recipe", float8RecipeName(c.fp8_recipe)},
+              {"eager_kernels", c.eager_kernels},
+              {"framework", frameworkName(c.framework)},
+              {"recompute", recomputeName(c.recompute)},
+              {"recompute_modules", c.recompute_modules},
+              {"schedule", scheduleName(c.schedule)},
+              {"stage_layers", c.stage_layers},
+              {"rank_order", c.rank_order}};
+    // The release the plan is for, when one was named (exports write the framework's current line otherwise).
+    if (!c.framework_version.empty())
+        doc["framework_version"] = c.framework_version;
+    return doc;
 }
 
 json memoryJson(const MemoryBreakdown& m)
@@ -294,6 +298,16 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
             f.fail("framework", cat("unknown framework '", *framework, "'"), cat("use ", join(names)));
         }
         c.framework = *parsed;
+    }
+    if (const auto version = f.optString("framework_version"); version && !version->empty()) {
+        const auto resolved = resolveFrameworkVersion(c.framework, *version);
+        if (!resolved)
+            f.fail("framework_version",
+                   cat("'", *version, "' is not a release of ", frameworkName(c.framework), " Shardscape exports for"),
+                   frameworkVersions(c.framework).empty()
+                       ? cat("leave it empty: ", frameworkName(c.framework), " has no exporter")
+                       : cat("use ", join(frameworkVersions(c.framework))));
+        c.framework_version = *resolved;
     }
     const std::string recompute = f.string("recompute");
     const auto recomputeKind = parseRecompute(recompute);

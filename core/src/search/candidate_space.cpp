@@ -76,8 +76,6 @@ void applyFramework(SearchSpace& space, const PlannerConfig& config)
     if (!p.pipeline_with_zero23 && pipelines
         && std::any_of(space.zero.begin(), space.zero.end(), [](int z) { return z >= 2; }))
         limit("no ZeRO-2/3 with pipeline parallelism");
-    if (p.requires_sharded_dp)
-        limit("bf16 training only under FSDP (dp x cp >= 2)");
     if (p.microbatches_at_least_stages && pipelines)
         limit("at least as many micro-batches as pipeline stages");
 }
@@ -273,6 +271,7 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     c.recompute_modules = space.recompute_modules;
                                     c.schedule = schedule;
                                     c.framework = config.framework;
+                                    c.framework_version = config.framework_version;
                                     // The dimensions are pruned already (applyFramework); what is left are
                                     // combinations such as DeepSpeed's pipeline with ZeRO-2/3.
                                     if (restricted && !frameworkRestriction(profile, c).empty()) {

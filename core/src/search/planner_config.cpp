@@ -264,6 +264,12 @@ void validateConfig(const PlannerConfig& c, std::string_view origin)
     checkInteger(origin, "layer_num", c.layer_num, 0, 100000);
     if (static_cast<std::size_t>(c.framework) >= allFrameworks().size())
         fail(origin, "framework", cat("unknown framework #", static_cast<int>(c.framework)), frameworkHint("?"));
+    if (!c.framework_version.empty() && !resolveFrameworkVersion(c.framework, c.framework_version))
+        fail(origin, "framework_version",
+             cat("'", c.framework_version, "' is not a ", frameworkName(c.framework), " release Shardscape writes for"),
+             frameworkVersions(c.framework).empty()
+                 ? cat("leave it empty: ", frameworkName(c.framework), " has no exporter")
+                 : cat("use ", join(frameworkVersions(c.framework))));
     if (!(c.min_memory_headroom < 0))
         checkNumber(origin, "min_memory_headroom", c.min_memory_headroom, 0.0, kMaxMemoryGB);
 
@@ -421,6 +427,19 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
             f.fail("framework", cat("unknown framework '", *framework, "'"), frameworkHint(name));
         c.framework = *parsed;
     }
+    if (const auto version = f.optString("framework_version")) {
+        c.framework_version = trimmed(*version);
+        if (!c.framework_version.empty()) {
+            const auto resolved = resolveFrameworkVersion(c.framework, c.framework_version);
+            if (!resolved)
+                f.fail("framework_version",
+                       cat("'", *version, "' is not a ", frameworkName(c.framework), " release Shardscape writes for"),
+                       frameworkVersions(c.framework).empty() ? cat(
+                           "set framework first, or leave it empty: ", frameworkName(c.framework), " has no exporter")
+                                                              : cat("use ", join(frameworkVersions(c.framework))));
+            c.framework_version = *resolved;
+        }
+    }
     if (const json* headroom = f.find("min_memory_headroom")) {
         if (headroom->is_string() ? toLower(headroom->get<std::string>()) != kAuto : !headroom->is_number())
             f.fail("min_memory_headroom",
@@ -498,6 +517,7 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"eager_kernels", c.eager_kernels},
                  {"layer_num", c.layer_num},
                  {"framework", frameworkName(c.framework)},
+                 {"framework_version", c.framework_version},
                  {"min_memory_headroom", c.min_memory_headroom < 0 ? json(kAuto) : json(c.min_memory_headroom)},
                  {"input_len", c.input_len},
                  {"output_len", c.output_len},

@@ -5,8 +5,10 @@
 # Plan written by tst_plan_export test; model spec 'llama2-7b'
 # Framework profile: megatron-core (Megatron-LM core_v0.12-core_v0.15); the plan was made for no framework (plan
 #   with --framework megatron-core for its memory terms and limits)
+# Framework version: megatron-core core_v0.19 (export --framework-version core_v0.18 | core_v0.17 | core_v0.16 |
+#   core_v0.15 writes for another release)
 #
-# Run this on every node. MEGATRON_LM is a Megatron-LM checkout (core_v0.15 or later),
+# Run this on every node. MEGATRON_LM is a Megatron-LM checkout of core_v0.19,
 # MASTER_ADDR the host name of node 0; any arguments are appended to pretrain_gpt.py's.
 set -euo pipefail
 
@@ -20,8 +22,7 @@ MEGATRON_LM=${MEGATRON_LM:-.}
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 
 # Mock data and a null tokenizer, so that the script runs as it is: replace --mock-data and the tokenizer arguments
-# with your --data-path and tokenizer. NullTokenizer adds an end-of-document token: --vocab-size 31999 gives 32000
-# tokens.
+# with your --data-path and tokenizer. With core_v0.19's NullTokenizer --vocab-size 32000 gives 32000 tokens.
 torchrun --nnodes "$NNODES" --nproc-per-node "$GPUS_PER_NODE" --rdzv-backend c10d \
     --rdzv-endpoint "$MASTER_ADDR:$MASTER_PORT" --rdzv-id "$JOB_ID" \
     "$MEGATRON_LM/pretrain_gpt.py" \
@@ -50,5 +51,5 @@ torchrun --nnodes "$NNODES" --nproc-per-node "$GPUS_PER_NODE" --rdzv-backend c10
     --lr 3.0e-4 \
     --mock-data \
     --tokenizer-type NullTokenizer \
-    --vocab-size 31999 \
+    --vocab-size 32000 \
     "$@"

@@ -6,10 +6,10 @@
 #
 # torchrun launcher for 1 node x 8 GPUs (8 processes), c10d rendezvous. Run it on every node
 # with the same MASTER_ADDR (the host of node 0) and JOB_ID. Without arguments it runs torchtitan
-# with the job config from `shardscape-cli export --format torchtitan` (CONFIG, default plan.toml
+# main with the config module from `shardscape-cli export --format torchtitan` (CONFIG, default plan_config.py
 # next to this script); with arguments it runs them instead, e.g.
 #   ./launch.sh train.py --my-option 1
-#   ./launch.sh -m torchtitan.train --job.config_file other.toml
+#   ./launch.sh -m torchtitan.train --module other_config --config other_function
 set -euo pipefail
 
 NNODES=${NNODES:-1}
@@ -17,10 +17,11 @@ GPUS_PER_NODE=${GPUS_PER_NODE:-8}
 MASTER_ADDR=${MASTER_ADDR:-localhost}
 MASTER_PORT=${MASTER_PORT:-29400}
 JOB_ID=${JOB_ID:-shardscape}
-CONFIG=${CONFIG:-$(dirname "$0")/plan.toml}
+CONFIG=${CONFIG:-$(dirname "$0")/plan_config.py}
 
 if [ "$#" -eq 0 ]; then
-    set -- -m torchtitan.train --job.config_file "$CONFIG"
+    export PYTHONPATH="$(cd "$(dirname "$CONFIG")" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+    set -- -m torchtitan.train --module "$(basename "$CONFIG" .py)" --config shardscape_plan
 fi
 
 exec torchrun --nnodes "$NNODES" --nproc-per-node "$GPUS_PER_NODE" \

@@ -182,7 +182,8 @@ struct FrameworkProfile
     /** The FP8 scaling recipes it runs (Megatron's --fp8-recipe has tensorwise, delayed, mxfp8 and blockwise scaling,
         no rowwise; torchtitan's float8 converter takes torchao's tensorwise and rowwise). */
     std::vector<Float8Recipe> fp8_recipes {Float8Recipe::Tensorwise, Float8Recipe::Rowwise};
-    bool requires_sharded_dp = false; ///< torchtitan trains in bf16 only under FSDP (dp x cp >= 2)
+    /** torchtitan v0.2 trains in bf16 under TP or PP only with FSDP (dp x cp >= 2); main always applies FSDP. */
+    bool requires_sharded_dp = false;
     /** PyTorch's 1F1B / interleaved schedules raise with fewer micro-batches than pipeline stages. */
     bool microbatches_at_least_stages = false;
 };
@@ -191,6 +192,15 @@ struct FrameworkProfile
 std::string zeroStageList(const FrameworkProfile& profile);
 /** "1f1b, interleaved": the pipeline schedules the framework runs, for messages. */
 std::string scheduleList(const FrameworkProfile& profile);
+
+/**
+ * The releases of `framework` Shardscape's exports are written for, the current release line (the default) first;
+ * empty for frameworks without an exporter (generic, NeMo, Composer). README "Exporting a plan" has the table.
+ */
+const std::vector<std::string>& frameworkVersions(Framework framework);
+/** `requested` as one of frameworkVersions(framework) ("core_v0.19.1" -> "core_v0.19"; empty -> the current line),
+    or nullopt when the framework has no such release line. */
+std::optional<std::string> resolveFrameworkVersion(Framework framework, std::string_view requested);
 
 /** The profile of a framework (static storage). */
 const FrameworkProfile& frameworkProfile(Framework framework);

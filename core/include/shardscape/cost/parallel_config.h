@@ -85,6 +85,9 @@ struct ParallelConfig
     /** The framework the plan is for: its memory terms, its sharded-DP implementation and what it can run
         (framework_profile.h). Generic keeps the CostParams coefficients. */
     Framework framework = Framework::Generic;
+    /** The framework's release line the plan is for (frameworkVersions: "core_v0.19", "main", "v0.2", ...); empty
+        = its current one. Costs do not depend on it; the exports write what that release accepts. */
+    std::string framework_version;
     RecomputeKind recompute = RecomputeKind::None;
     std::vector<std::string> recompute_modules; ///< suffixes of module paths; "ROOT" = every block
     ScheduleKind schedule = ScheduleKind::OneFOneB;

@@ -83,6 +83,9 @@ struct TransformerShape
     bool flash_attention = true; ///< no s^2 scores stored
     double dropout = 0.0;
     std::string norm = "rmsnorm"; ///< "rmsnorm" or "layernorm"
+    /** RoPE's base frequency (HF rope_theta: 10000 for Llama 2, 500000 for Llama 3); 0 = not stated. Costs do not
+        depend on it; the Megatron export writes it as --rotary-base. */
+    double rope_theta = 0;
 
     // --- mixture-of-experts layout (defaults: every layer routes to num_experts experts of ffn_hidden) ------
     std::int64_t dense_ffn_hidden = 0; ///< MLP width of an MoE model's dense layers (0 = ffn_hidden)

@@ -87,6 +87,10 @@ struct PlannerConfig
         nemo, torchtitan, deepspeed, composer). It sets the memory terms of every candidate and bounds the search to
         what the framework runs (its ZeRO stages, schedules, cp / ep / tp support; framework_profile.h). */
     Framework framework = Framework::Generic;
+    /** Not an AutoDist key: the framework's release line the plan is for ("framework_version": frameworkVersions,
+        e.g. "core_v0.19", "main", "v0.2"; "" = the framework as profiled, any release). A named release also bounds
+        the search to what that release runs, and is recorded in plan files and used by the exports. */
+    std::string framework_version;
     /** Not an AutoDist key: headroom under the memory limit a plan must leave to count as "fits" rather than
         "tight", GB (1e9 bytes); < 0 = "auto" (the high end of the peak-memory range of the candidate's calibration
         regime). The planner ranks every plan that fits before the tight ones ("min_memory_headroom" in JSON). */
