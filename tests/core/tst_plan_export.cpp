@@ -891,6 +891,46 @@ private Q_SLOTS:
         QVERIFY2(v02.find("float32") != std::string::npos, v02.c_str());
         QVERIFY(exportPlan(ExportTarget::Torchtitan, c->plan, *c->graph, c->plan.cluster).text.find("shardscape_plan")
                 != std::string::npos);
+        // Async TP without torch.compile raises at torchtitan's start-up, in both releases.
+        LoadedPlan eager = c->plan;
+        eager.config.sequence_parallel = true;
+        eager.config.tp_comm_overlap = true;
+        eager.config.eager_kernels = true;
+        for (const char* version : {"main", "v0.2"}) {
+            ExportOptions options;
+            options.framework_version = version;
+            const std::string error = test::inputErrorOf(
+                [&] { exportPlan(ExportTarget::Torchtitan, eager, *c->graph, c->plan.cluster, nullptr, options); });
+            QVERIFY2(error.find("async TP needs torch.compile") != std::string::npos, error.c_str());
+        }
+        // PyTorch's Schedule1F1B raises with fewer micro-batches than stages.
+        LoadedPlan few = planCase("llama2-70b").plan;
+        few.config.vpp = 1;
+        few.config.schedule = ScheduleKind::OneFOneB;
+        few.config.num_microbatches = 2;
+        const std::string stages = test::inputErrorOf([&] {
+            exportPlan(ExportTarget::Torchtitan, few, *planCase("llama2-70b").graph, few.cluster, nullptr,
+                       tomlRelease());
+        });
+        QVERIFY2(stages.find("fewer micro-batches (2) than stages (4)") != std::string::npos, stages.c_str());
+    }
+
+    void fileNamesAreWhatTheLauncherRuns()
+    {
+        // The torchrun launcher runs the torchtitan config of its release from the file name the exports (and the
+        // desktop app's save dialogs) suggest.
+        for (const char* version : {"main", "v0.2"}) {
+            const std::string config = exportDefaultFileName(ExportTarget::Torchtitan, version);
+            QCOMPARE(std::filesystem::path(config).extension().string(),
+                     std::string(exportTargetSuffix(ExportTarget::Torchtitan, version)));
+            const std::string launcher = exportCase("llama2-70b", ExportTarget::Torchrun, version).text;
+            QVERIFY2(launcher.find("CONFIG=${CONFIG:-$(dirname \"$0\")/" + config + "}") != std::string::npos,
+                     launcher.c_str());
+        }
+        QCOMPARE(exportDefaultFileName(ExportTarget::Torchtitan), std::string("plan_config.py"));
+        QCOMPARE(exportDefaultFileName(ExportTarget::Torchrun), std::string("launch.sh"));
+        QCOMPARE(exportDefaultFileName(ExportTarget::Dump), std::string("plan.dump"));
+        QCOMPARE(exportDefaultFileName(ExportTarget::DeepSpeed), std::string("ds_config.json"));
     }
 
     void tomlParsesWithTomllib_data()
