@@ -184,10 +184,16 @@ int runPlan(const PlanOptions& o)
             "plan again without --load-plan");
     }
     if (result.top.empty()) {
-        std::cout << "\nNo configuration fits. The least memory-hungry ones:\n";
-        printCandidates(result.infeasible, model);
+        if (!result.infeasible.empty()) {
+            std::cout << "\nNo configuration fits. The least memory-hungry ones:\n";
+            printCandidates(result.infeasible, model);
+        }
         for (std::size_t i = 0; i < result.infeasible.size() && i < 3; ++i)
             std::cout << "  " << result.infeasible[i].config.describe() << ": " << result.infeasible[i].reason << '\n';
+        if (!result.nothing_costed.empty())
+            throw InfeasibleError(cat(problem.graph->name, " has no plan on ", problem.cluster.nodes, " x ",
+                                      problem.cluster.gpus_per_node, " ", problem.cluster.device.name, ": ",
+                                      result.nothing_costed));
         throw InfeasibleError(
             cat(problem.graph->name, " fits nowhere on ", problem.cluster.nodes, " x ", problem.cluster.gpus_per_node,
                 " ", problem.cluster.device.name, ": the best configuration needs ",

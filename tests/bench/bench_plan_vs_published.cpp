@@ -60,6 +60,7 @@ int main(int argc, char** argv)
         config.overlap_param_gather = c.config.overlap_param_gather;
         config.fp8_linears = c.config.fp8_linears;
         config.eager_kernels = c.config.eager_kernels;
+        config.framework = c.config.framework; // the same framework profile prices both
         const PlanResult result = plan(problem, config, silent);
         if (result.top.empty()) {
             std::printf("%-48s %6d  %-44s %12.0f %12s  planner found nothing\n", c.id.c_str(), c.gpus,

@@ -323,6 +323,44 @@ private Q_SLOTS:
         QCOMPARE(runnable, candidates.size());
     }
 
+    void longSequencesPlanWithEnoughContextParallelism()
+    {
+        // 1M tokens per sequence, 4 sequences on 1,024 GPUs: the CP bound follows the sequence (max_cp "auto"), so
+        // tp 8 x cp 32 x dp 4 is searched and fits (an 8B model's activations need cp 32 on 80 GB).
+        const Problem problem = problemFor("llama2-7b", 128, 4, 1048576);
+        QuietProgress progress;
+        const PlanResult r = plan(problem, PlannerConfig {}, progress);
+        QVERIFY2(!r.top.empty(), r.log.back().c_str());
+        QVERIFY(r.top.front().config.cp >= 32);
+        QVERIFY(r.top.front().feasible);
+        // With CP capped at 1 nothing can be costed: the log says why, never "needs 0.0 GB".
+        PlannerConfig noCp;
+        noCp.max_cp = 1;
+        const PlanResult none = plan(problem, noCp, progress);
+        QVERIFY(none.top.empty() && none.infeasible.empty());
+        QVERIFY2(none.nothing_costed.find("none of the") != std::string::npos, none.nothing_costed.c_str());
+        QVERIFY2(none.nothing_costed.find("max_pipeline_bubble_ratio") != std::string::npos,
+                 none.nothing_costed.c_str());
+        for (const auto& line : none.log)
+            QVERIFY2(line.find("0.0 GB") == std::string::npos, line.c_str());
+    }
+
+    void everyInterleavingDepthThatSplitsAStageIsSearched()
+    {
+        // 80 blocks on 4 stages: interleaved depths 2, 4, 5, 10 and 20 (vpp 5 is what published 70B jobs ran).
+        const Problem problem = problemFor("llama2-70b", 4, 64, 4096);
+        PlannerConfig config;
+        config.pipeline_nstages = 4;
+        const CostModel model(problem.graph, problem.cluster, CostParams {}, nullptr,
+                              planningLayers(*problem.graph, config));
+        std::set<int> depths;
+        for (const auto& c :
+             enumerateCandidates(model, buildSearchSpace(model, config, 32, 8, problem.global_batch), config))
+            if (c.schedule == ScheduleKind::Interleaved1F1B)
+                depths.insert(c.vpp);
+        QCOMPARE(depths, (std::set<int> {2, 4, 5, 10, 20}));
+    }
+
     void frameworkSpecificRules()
     {
         const Problem problem = problemFor("llama2-7b", 2, 64, 2048);

@@ -42,6 +42,8 @@ std::string nothingFitsMessage(const PlanResult& result, const PlanRequest& requ
         return cat("the plan in ", request.config.load_plan_path, " does not run on ", where, ": ", reason,
                    " (plan again without loading a plan)");
     }
+    if (!result.nothing_costed.empty())
+        return cat(result.model->graph().name, " has no plan on ", where, ": ", result.nothing_costed);
     return cat(result.model->graph().name, " fits nowhere on ", where, ": the best configuration needs ",
                fixed(result.min_memory_needed / units::kGB, 1), " GB per GPU, over the ",
                fixed(memoryLimitBytes(request.config, cluster) / units::kGB, 1),

@@ -110,8 +110,13 @@ SearchSpace buildSearchSpace(const CostModel& model, const PlannerConfig& config
         }
         space.tp.push_back(tp);
     }
-    // Context parallelism pays off only for long sequences: keep chunks of at least 4k tokens.
-    for (const int cp : powersOfTwoUpTo(dataOnly ? 1 : config.max_cp))
+    // Context parallelism pays off only for long sequences: keep chunks of at least 4k tokens. Its bound grows with
+    // the sequence ("auto"): a 1M-token sequence needs cp 32 to fit an 8B model's activations on 80 GB.
+    int longSequenceCp = 1;
+    while (longSequenceCp < 64 && 2 * longSequenceCp <= graph.seq_len / 32768)
+        longSequenceCp *= 2;
+    const int maxCp = config.max_cp > 0 ? config.max_cp : std::max(8, longSequenceCp);
+    for (const int cp : powersOfTwoUpTo(dataOnly ? 1 : maxCp))
         if (cp == 1 || (graph.seq_len % (2 * cp) == 0 && graph.seq_len / cp >= 4096))
             space.cp.push_back(cp);
 
@@ -236,9 +241,12 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                 else if (m >= 2 * pp && 2 * pp <= layers) // two chunks per rank in a V
                                     pipelines.emplace_back(schedule, 2);
                             }
-                            for (const int v : space.vpp_interleaved)
-                                if (m % pp == 0 && blocks % (pp * v) == 0 && pp * v <= layers)
-                                    pipelines.emplace_back(ScheduleKind::Interleaved1F1B, v);
+                            // Every interleaving depth that splits the blocks of a stage evenly, as the published
+                            // configurations choose them (vpp 5 for 80 layers on 4 stages).
+                            if (!space.vpp_interleaved.empty() && m % pp == 0 && blocks % pp == 0)
+                                for (int v = 2; v <= blocks / pp; ++v)
+                                    if ((blocks / pp) % v == 0 && pp * v <= layers)
+                                        pipelines.emplace_back(ScheduleKind::Interleaved1F1B, v);
                         }
                         for (const auto& [schedule, vpp] : pipelines) {
                             for (const int zero : space.zero) {

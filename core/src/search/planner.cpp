@@ -354,14 +354,35 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
             infeasible.push_back(&s);
     }
     result.counts.candidates_feasible = feasible.size();
-    if (config.verbose) {
-        std::size_t pruned = 0, structural = 0;
-        for (const auto& sc : scored) {
-            pruned += sc.pruned ? 1 : 0;
-            structural += !sc.pruned && sc.estimate.stages.empty() ? 1 : 0;
-        }
+    std::size_t pruned = 0, structural = 0;
+    const Scored* firstPruned = nullptr;
+    const Scored* firstStructural = nullptr;
+    for (const auto& sc : scored) {
+        pruned += sc.pruned ? 1 : 0;
+        structural += !sc.pruned && sc.estimate.stages.empty() ? 1 : 0;
+        if (sc.pruned && !firstPruned)
+            firstPruned = &sc;
+        if (!sc.pruned && sc.estimate.stages.empty() && !firstStructural)
+            firstStructural = &sc;
+    }
+    if (config.verbose)
         log(cat("pruned by max_pipeline_bubble_ratio / max_pipeline_unbalance_ratio : ", pruned,
                 ", invalid for the model : ", structural, ", over the memory limit : ", infeasible.size()));
+    if (feasible.empty() && infeasible.empty() && !scored.empty()) {
+        // Nothing reached the memory model: say which rule stopped them, not a peak that was never computed.
+        std::vector<std::string> why;
+        if (pruned)
+            why.push_back(cat(pruned, " left the pipeline limits (e.g. ", firstPruned->estimate.config.describe(), ": ",
+                              firstPruned->estimate.reason, ")"));
+        if (structural)
+            why.push_back(cat(structural, " do not split this model (e.g. ",
+                              firstStructural->estimate.config.describe(), ": ", firstStructural->estimate.reason,
+                              ")"));
+        result.nothing_costed
+            = cat("none of the ", scored.size(), " candidates could be costed: ", join(why, "; "),
+                  pruned ? "; raise max_pipeline_bubble_ratio, give more sequences per step (--global-batch) or allow "
+                           "more context parallelism (max_cp)"
+                         : "");
     }
     result.counts.cost_s = secondsSince(costStart);
     log(cat("number of feasible candidates : ", feasible.size()));
@@ -437,8 +458,10 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
         log(cat("number of simulated candidates : ", shortlist));
         log("selected configuration : " + selectedConfigLine(result.top.front()));
     } else {
-        log(cat("no configuration fits: the least memory any candidate needs is ",
-                fixed(result.min_memory_needed / units::kGB, 1), " GB per GPU",
+        log(cat("no configuration fits: ",
+                result.nothing_costed.empty() ? cat("the least memory any candidate needs is ",
+                                                    fixed(result.min_memory_needed / units::kGB, 1), " GB per GPU")
+                                              : result.nothing_costed,
                 result.framework_limits.empty() ? std::string()
                                                 : cat(" (among what ", frameworkName(config.framework),
                                                       " runs: ", join(result.framework_limits, "; "), ")")));

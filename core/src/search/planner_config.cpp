@@ -258,8 +258,9 @@ void validateConfig(const PlannerConfig& c, std::string_view origin)
     checkNumber(origin, "ignore_small_tensor_threshold", c.ignore_small_tensor_threshold, 0.0, kMaxBytes);
     if (planMethodName(c.method).empty())
         fail(origin, "method", cat("unknown method #", static_cast<int>(c.method)), kMethodHint);
-    checkInteger(origin, "max_cp", c.max_cp, 1, kMaxCp);
-    if (!isPowerOfTwo(c.max_cp))
+    if (c.max_cp >= 0)
+        checkInteger(origin, "max_cp", c.max_cp, 1, kMaxCp);
+    if (c.max_cp >= 0 && !isPowerOfTwo(c.max_cp))
         fail(origin, "max_cp", cat("value ", c.max_cp, " is not a power of two"), "use 1, 2, 4, 8, 16, 32 or 64");
     checkInteger(origin, "layer_num", c.layer_num, 0, 100000);
     if (static_cast<std::size_t>(c.framework) >= allFrameworks().size())
@@ -404,7 +405,13 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
             f.fail("method", cat("unknown method '", *method, "'"), kMethodHint);
         c.method = *parsed;
     }
-    c.max_cp = integer("max_cp", 1, kMaxCp, c.max_cp);
+    if (const json* maxCp = f.find("max_cp")) {
+        if (maxCp->is_string() ? toLower(maxCp->get<std::string>()) != kAuto : !maxCp->is_number())
+            f.fail("max_cp",
+                   cat("expected \"auto\" or a power of two in [1, ", kMaxCp, "], got ", describeJson(*maxCp)),
+                   "e.g. \"auto\", 1 (off) or 8");
+        c.max_cp = maxCp->is_string() ? -1 : integer("max_cp", 1, kMaxCp, c.max_cp);
+    }
     c.tp_comm_overlap = f.boolean("tp_comm_overlap", c.tp_comm_overlap);
     c.overlap_param_gather = f.boolean("overlap_param_gather", c.overlap_param_gather);
     c.moe_a2a_overlap = f.boolean("moe_a2a_overlap", c.moe_a2a_overlap);
@@ -505,7 +512,7 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"verbose", c.verbose},
                  {"ignore_small_tensor_threshold", c.ignore_small_tensor_threshold},
                  {"method", planMethodName(c.method)},
-                 {"max_cp", c.max_cp},
+                 {"max_cp", c.max_cp < 0 ? json(kAuto) : json(c.max_cp)},
                  {"tp_comm_overlap", c.tp_comm_overlap},
                  {"overlap_param_gather", c.overlap_param_gather},
                  {"moe_a2a_overlap", c.moe_a2a_overlap},

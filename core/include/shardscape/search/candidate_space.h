@@ -11,7 +11,11 @@ namespace shardscape {
 /** The values each dimension may take, after the config's and the method's restrictions. */
 struct SearchSpace
 {
-    std::vector<int> tp, cp, pp, micro_batch, zero, vpp_interleaved;
+    std::vector<int> tp, cp, pp, micro_batch, zero;
+    /** Interleaving depths the schedule list admits ({} = no interleaved schedule). For a pp, every depth v >= 2
+        whose pp x v chunks split the blocks evenly is searched (80 blocks on 4 stages: 2, 4, 5, 10, 20); this list
+        gives the ones shown in the log. */
+    std::vector<int> vpp_interleaved;
     std::vector<RecomputeKind> recompute;
     std::vector<ScheduleKind> schedules; ///< for pp > 1 with vpp = 1
     std::vector<int> ep; ///< MoE only

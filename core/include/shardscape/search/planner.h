@@ -52,8 +52,11 @@ struct PlanResult
     Explanation explanation;
     std::vector<std::string> log; ///< MoAI-style log lines
     bool cancelled = false;
-    /** When nothing fits: the smallest per-device peak memory any candidate needs, bytes. */
+    /** When nothing fits: the smallest per-device peak memory any candidate needs, bytes (0 when none was costed). */
     double min_memory_needed = 0;
+    /** When no candidate could be costed at all (every one left the pipeline limits or does not split the model):
+        why, with the counts and the way out; empty otherwise. */
+    std::string nothing_costed;
     /** What PlannerConfig::framework removed from the search (SearchSpace::framework_limits); empty for generic. */
     std::vector<std::string> framework_limits;
 };

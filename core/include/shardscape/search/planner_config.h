@@ -95,8 +95,9 @@ struct PlannerConfig
         "tight", GB (1e9 bytes); < 0 = "auto" (the high end of the peak-memory range of the candidate's calibration
         regime). The planner ranks every plan that fits before the tight ones ("min_memory_headroom" in JSON). */
     double min_memory_headroom = -1;
-    /** Not an AutoDist key: search context parallelism ("max_cp" in JSON, 1 = off). */
-    int max_cp = 8;
+    /** Not an AutoDist key: the largest context-parallel degree searched ("max_cp" in JSON, 1 = off); < 0 = "auto":
+        8, or more for long sequences (autoMaxCp). */
+    int max_cp = -1;
     /** Not an AutoDist key: Alpa's automatic layer construction ("layer_num" in JSON): cluster the ops into this
         many layers before stage partitioning; 0 = group by module path (graphs without repeated blocks then get
         min(ops, 32) automatic layers). */
