@@ -533,6 +533,37 @@ private Q_SLOTS:
         }
     }
 
+    void pivotsHoldForEverySchedule_data()
+    {
+        QTest::addColumn<QString>("scheduler");
+        for (const char* name : {"interleaved", "zb-v", "dualpipev"})
+            QTest::newRow(name) << QString(name);
+    }
+    void pivotsHoldForEverySchedule()
+    {
+        // Several chunks per rank: every chunk, in virtual-stage order, starts at a pivot (every 8th block) or at
+        // the embedding; depths needing more starts than the pivots allow are refused with that reason.
+        QFETCH(QString, scheduler);
+        const Problem problem = problemFor("llama2-13b", 2, 64, 4096);
+        QuietProgress progress;
+        PlannerConfig config;
+        config.pipeline_nstages = 2;
+        config.pipeline_scheduler = scheduler.toStdString();
+        const std::set<std::string> pivots {"model.layers.8", "model.layers.16", "model.layers.24", "model.layers.32"};
+        config.pipeline_pivots.assign(pivots.begin(), pivots.end());
+        const PlanResult r = plan(problem, config, progress);
+        QVERIFY2(!r.top.empty(), r.log.back().c_str());
+        for (const auto& e : r.top) {
+            QVERIFY(e.config.vpp >= 2);
+            for (const auto& stage : e.stages)
+                for (const auto& [first, last] : stage.chunks) {
+                    (void)last;
+                    const std::string& name = r.model->layers()[static_cast<std::size_t>(first)].name;
+                    QVERIFY2(first == 0 || pivots.count(name), (e.config.describe() + ": chunk at " + name).c_str());
+                }
+        }
+    }
+
     void alpaTutorialMlpGetsTwoStages()
     {
         Problem problem;

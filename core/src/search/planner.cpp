@@ -210,6 +210,26 @@ Scored scoreCandidate(const Context& ctx, std::size_t index, ParallelConfig c)
             s.estimate.reason = part.reason;
             return s;
         }
+    } else if (c.pp > 1 && pivoted) {
+        // Several chunks per rank (interleaved, V schedules, DualPipe): the chunks in virtual-stage order may start
+        // only at pivots too. Split them for time at the pivots and pin that split; the estimate checks memory.
+        const auto profile = ctx.model.layerProfile(c);
+        PartitionInput in;
+        in.time = profile.time;
+        in.static_bytes = profile.static_bytes;
+        in.stash_bytes = profile.stash_bytes;
+        in.transient_bytes = profile.transient_bytes;
+        in.may_start = ctx.mayStart;
+        in.stages = c.schedule == ScheduleKind::DualPipe ? c.pp : c.pp * c.vpp;
+        in.inflight.assign(static_cast<std::size_t>(in.stages), 1);
+        const PartitionResult part = partitionStages(in);
+        if (!part.feasible) {
+            s.estimate.config = c;
+            s.estimate.reason = cat(part.reason, " (", scheduleName(c.schedule), " with ", in.stages,
+                                    " model chunks must start each chunk at a pivot)");
+            return s;
+        }
+        c.stage_layers = part.counts;
     }
     s.estimate = ctx.model.estimate(c, ctx.workload);
     return s;
