@@ -16,6 +16,7 @@
 #include "shardscape/support/units.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -43,8 +44,104 @@ struct PlanOptions
     std::string profile_dir;
     std::string framework;
     std::string framework_version;
+    // Locks: a value or a comma list each (DimensionLocks).
+    std::string tp, pp, dp, cp, ep, vpp, micro_batch, zero, recompute, schedule;
     bool dump = false;
 };
+
+/** The comma-separated items of `text`, each without surrounding blanks. */
+std::vector<std::string> commaItems(const std::string& text)
+{
+    std::vector<std::string> items;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = std::min(text.find(',', start), text.size());
+        std::string item = text.substr(start, end - start);
+        item.erase(0, item.find_first_not_of(" \t"));
+        item.erase(item.find_last_not_of(" \t") + 1);
+        items.push_back(item);
+        start = end + 1;
+    }
+    return items;
+}
+
+/** A lock option: comma-separated items, each read by `parse` (nullopt = not a valid item). */
+template<typename T, typename Parse>
+std::vector<T> lockList(const std::string& text, const char* flag, Parse parse, const std::string& hint)
+{
+    std::vector<T> out;
+    for (const auto& item : commaItems(text)) {
+        const std::optional<T> value = parse(toLower(item));
+        if (!value)
+            throw InputError(cat(flag, ": '", item, "' is not a valid value"), hint);
+        if (std::find(out.begin(), out.end(), *value) == out.end())
+            out.push_back(*value);
+    }
+    return out;
+}
+
+std::optional<int> positiveInt(const std::string& text)
+{
+    int value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || value < 0 || value > (1 << 20))
+        return std::nullopt;
+    return value;
+}
+
+/** --tp 4,8 and the other locks replace the config file's. */
+void applyLockOptions(const PlanOptions& o, PlannerConfig& config)
+{
+    const auto ints = [](const std::string& text, const char* flag, int min) {
+        return lockList<int>(
+            text, flag,
+            [min](const std::string& t) {
+                const auto v = positiveInt(t);
+                return v && *v >= min ? v : std::nullopt;
+            },
+            cat("give integers >= ", min, ", e.g. ", flag, " 4,8"));
+    };
+    DimensionLocks& l = config.locks;
+    if (!o.tp.empty())
+        l.tp = ints(o.tp, "--tp", 1);
+    if (!o.pp.empty()) {
+        l.pp = ints(o.pp, "--pp", 1);
+        config.pipeline_nstages = 0; // the lock decides
+    }
+    if (!o.dp.empty())
+        l.dp = ints(o.dp, "--dp", 1);
+    if (!o.cp.empty())
+        l.cp = ints(o.cp, "--cp", 1);
+    if (!o.ep.empty())
+        l.ep = ints(o.ep, "--ep", 1);
+    if (!o.vpp.empty())
+        l.vpp = ints(o.vpp, "--vpp", 1);
+    if (!o.micro_batch.empty()) {
+        l.micro_batch = ints(o.micro_batch, "--micro-batch", 1);
+        config.micro_batch_size = 0;
+    }
+    if (!o.zero.empty()) {
+        l.zero = lockList<int>(
+            o.zero, "--zero",
+            [](const std::string& t) {
+                const auto v = positiveInt(t);
+                return v && *v <= 3 ? v : std::nullopt;
+            },
+            "give ZeRO stages 0-3, e.g. --zero 1,3");
+        config.zero_stage = -1;
+    }
+    if (!o.recompute.empty())
+        l.recompute = lockList<RecomputeKind>(
+            o.recompute, "--recompute",
+            [](const std::string& t) { return t == "modules" ? std::nullopt : parseRecompute(t); },
+            "give none, selective or full, e.g. --recompute none,full");
+    if (!o.schedule.empty()) {
+        l.schedule = lockList<ScheduleKind>(
+            o.schedule, "--schedule", [](const std::string& t) { return parseSchedule(t); },
+            "give 1f1b, interleaved, gpipe, zb-h1, zb-v, dualpipev or dualpipe");
+        config.pipeline_scheduler = "auto";
+    }
+}
 
 /** Prints the planner's log lines as they come (MoAI style); progress stays quiet on a terminal. */
 class CliProgress final : public ProgressSink
@@ -150,6 +247,7 @@ int runPlan(const PlanOptions& o)
         config.framework = frameworkFromOption(o.framework);
     if (!o.framework_version.empty())
         config.framework_version = o.framework_version; // checked with the rest of the config
+    applyLockOptions(o, config);
 
     if (!config.is_train) {
         if (!config.load_plan_path.empty())
@@ -206,7 +304,10 @@ int runPlan(const PlanOptions& o)
                 result.framework_limits.empty() ? std::string()
                                                 : cat(" (searching only what ", frameworkName(config.framework),
                                                       " runs: ", join(result.framework_limits, "; "), ")")),
-            result.framework_limits.empty()
+            !result.lock_advice.empty() ? join(result.lock_advice, "; ")
+                : config.locks.any()    ? cat("no single lock's release helps (", config.locks.describe(),
+                                              "): release several, or add GPUs (--nodes)")
+                : result.framework_limits.empty()
                 ? "add GPUs (--nodes), use --method zero3, recompute full (--config), or a shorter --seq-len"
                 : "add GPUs (--nodes), use --method zero3, recompute full (--config), a shorter --seq-len, or "
                   "--framework generic");
@@ -268,6 +369,21 @@ void addPlanCommand(CLI::App& app, CommandAction& action)
     cmd->add_option("--framework-version", o->framework_version,
                     "the framework's release the plan is for (core_v0.15-core_v0.19, main, v0.2, v0.19): the search "
                     "keeps to what it runs, and plan files and exports name it (default: the config's, else any)");
+    const auto lock = [&](const char* flag, std::string& target, const char* what) {
+        cmd->add_option(flag, target,
+                        cat("fix ", what, " to a value or a comma list (e.g. 4,8); the rest is searched"));
+    };
+    lock("--tp", o->tp, "the tensor-parallel degree");
+    lock("--pp", o->pp, "the pipeline degree");
+    lock("--dp", o->dp, "the data-parallel degree");
+    lock("--cp", o->cp, "the context-parallel degree");
+    lock("--ep", o->ep, "the expert-parallel degree");
+    lock("--vpp", o->vpp, "the model chunks per pipeline rank");
+    lock("--micro-batch", o->micro_batch, "the micro-batch size");
+    lock("--zero", o->zero, "the ZeRO stage");
+    lock("--recompute", o->recompute, "recomputation (none, selective, full)");
+    lock("--schedule", o->schedule,
+         "the pipeline schedule (1f1b, interleaved, gpipe, zb-h1, zb-v, dualpipev, dualpipe)");
     cmd->add_flag("--dump", o->dump, "write advanced_parallelization_selected_config.dump in the working directory");
     cmd->callback([&action, o] { action = [o] { return runPlan(*o); }; });
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The planner: the stage DP against brute force, determinism, cancellation, plans never worse than hand-made
 // configurations, method and pivot restrictions, the Alpa tutorial MLP, and models that fit nowhere.
+#include "test_helpers.h"
+
 #include "shardscape/model/model_source.h"
 #include "shardscape/search/candidate_space.h"
 #include "shardscape/search/explain.h"
@@ -343,6 +345,52 @@ private Q_SLOTS:
                  none.nothing_costed.c_str());
         for (const auto& line : none.log)
             QVERIFY2(line.find("0.0 GB") == std::string::npos, line.c_str());
+    }
+
+    void locksBoundTheSearch()
+    {
+        // plan --tp 4,8 --zero 1 --recompute none: every candidate, and so every plan, keeps to the locks.
+        const Problem problem = problemFor("llama2-70b", 4, 64, 4096);
+        PlannerConfig config;
+        config.locks.tp = {4, 8};
+        config.locks.zero = {1};
+        config.locks.recompute = {RecomputeKind::None};
+        config.locks.vpp = {1, 5};
+        const CostModel model(problem.graph, problem.cluster, CostParams {}, nullptr,
+                              planningLayers(*problem.graph, config));
+        const auto candidates
+            = enumerateCandidates(model, buildSearchSpace(model, config, 32, 8, problem.global_batch), config);
+        QVERIFY(!candidates.empty());
+        std::set<int> tps;
+        for (const auto& c : candidates) {
+            tps.insert(c.tp);
+            QCOMPARE(c.zero_stage, 1);
+            QVERIFY(c.recompute == RecomputeKind::None);
+            QVERIFY(c.vpp == 1 || c.vpp == 5);
+        }
+        QCOMPARE(tps, (std::set<int> {4, 8}));
+        QuietProgress progress;
+        const PlanResult r = plan(problem, config, progress);
+        QVERIFY(!r.top.empty());
+        for (const auto& e : r.top)
+            QVERIFY2((e.config.tp == 4 || e.config.tp == 8) && e.config.zero_stage == 1, e.config.describe().c_str());
+
+        // Nothing fits under the locks: the planner says which lock's release finds a plan.
+        const Problem small = problemFor("llama2-7b", 1, 64, 4096);
+        PlannerConfig tight;
+        tight.locks.tp = {1};
+        tight.locks.pp = {1};
+        tight.locks.zero = {0};
+        const PlanResult none = plan(small, tight, progress);
+        QVERIFY(none.top.empty());
+        QCOMPARE(none.lock_advice.size(), std::size_t {3});
+        QVERIFY2(none.lock_advice[2].find("releasing the zero lock finds") != std::string::npos,
+                 none.lock_advice[2].c_str());
+        // A lock nothing can take is an error naming the locks.
+        PlannerConfig bad;
+        bad.locks.tp = {3};
+        const std::string error = test::inputErrorOf([&] { plan(small, bad, progress); });
+        QVERIFY2(error.find("the locks (tp 3) leave nothing to search") != std::string::npos, error.c_str());
     }
 
     void everyInterleavingDepthThatSplitsAStageIsSearched()

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // PlannerConfig: AutoDist's keys and defaults, the "auto" and comma-string forms, strict errors that name the key,
 // cross-field checks, and the JSON round trip.
+#include "test_helpers.h"
+
 #include "shardscape/search/planner_config.h"
 #include "shardscape/support/error.h"
 
@@ -34,11 +36,12 @@ std::string errorOf(const std::function<void()>& f)
 /** Field-by-field equality (PlannerConfig has no operator==; a missed field here would hide a round-trip bug). */
 bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
 {
-    return a.framework_version == b.framework_version && a.task_name == b.task_name && a.consider_mem == b.consider_mem
-        && a.memory_constraint == b.memory_constraint && a.memory_granularity == b.memory_granularity
-        && a.transient_mem_coef == b.transient_mem_coef && a.opt_resident_coef == b.opt_resident_coef
-        && a.opt_transient_coef == b.opt_transient_coef && a.recompute_modules == b.recompute_modules
-        && a.zero_stage == b.zero_stage && a.zero_ngroups == b.zero_ngroups && a.pipeline_pivots == b.pipeline_pivots
+    return a.locks.describe() == b.locks.describe() && a.framework_version == b.framework_version
+        && a.task_name == b.task_name && a.consider_mem == b.consider_mem && a.memory_constraint == b.memory_constraint
+        && a.memory_granularity == b.memory_granularity && a.transient_mem_coef == b.transient_mem_coef
+        && a.opt_resident_coef == b.opt_resident_coef && a.opt_transient_coef == b.opt_transient_coef
+        && a.recompute_modules == b.recompute_modules && a.zero_stage == b.zero_stage
+        && a.zero_ngroups == b.zero_ngroups && a.pipeline_pivots == b.pipeline_pivots
         && a.pipeline_nstages == b.pipeline_nstages && a.pipeline_scheduler == b.pipeline_scheduler
         && a.max_pipeline_bubble_ratio == b.max_pipeline_bubble_ratio
         && a.max_pipeline_unbalance_ratio == b.max_pipeline_unbalance_ratio && a.mesh_row == b.mesh_row
@@ -158,8 +161,31 @@ private Q_SLOTS:
         std::sort(fileKeys.begin(), fileKeys.end());
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
         // 32 AutoDist keys + method, max_cp, layer_num, the five framework features, use_profile, framework,
-        // framework_version and min_memory_headroom
-        QCOMPARE(allKeys.size(), std::size_t {57});
+        // framework_version, min_memory_headroom and the seven dimension locks (tp pp dp cp ep vpp recompute)
+        QCOMPARE(allKeys.size(), std::size_t {64});
+    }
+
+    void locksReadAndRoundTrip()
+    {
+        const PlannerConfig c
+            = plannerConfigFromJson(json::parse(R"({"tp": [8, 4, 8], "pp": 2, "recompute": "full", "zero_stage": [1, 3],
+                            "micro_batch_size": [1, 2], "pipeline_scheduler": ["1f1b", "interleaved"]})"),
+                                    "locks");
+        QCOMPARE(c.locks.tp, (std::vector<int> {4, 8}));
+        QCOMPARE(c.locks.pp, (std::vector<int> {2}));
+        QCOMPARE(c.locks.zero, (std::vector<int> {1, 3}));
+        QCOMPARE(c.locks.micro_batch, (std::vector<int> {1, 2}));
+        QCOMPARE(c.locks.recompute.size(), std::size_t {1});
+        QCOMPARE(c.locks.schedule.size(), std::size_t {2});
+        QCOMPARE(c.locks.describe(),
+                 std::string("tp 4,8; pp 2; micro-batch 1,2; zero 1,3; recompute full; schedule 1f1b,interleaved"));
+        QVERIFY(sameConfig(plannerConfigFromJson(toJson(c), "again"), c));
+        const std::string bad
+            = test::inputErrorOf([] { plannerConfigFromJson(json::parse(R"({"tp": [4, 0]})"), "x"); });
+        QVERIFY2(bad.find("x: tp: expected an integer in [1,") != std::string::npos, bad.c_str());
+        const std::string name
+            = test::inputErrorOf([] { plannerConfigFromJson(json::parse(R"({"recompute": ["fast"]})"), "x"); });
+        QVERIFY2(name.find("use none, selective or full") != std::string::npos, name.c_str());
     }
 
     void roundTrip()

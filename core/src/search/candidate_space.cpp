@@ -80,6 +80,41 @@ void applyFramework(SearchSpace& space, const PlannerConfig& config)
         limit("at least as many micro-batches as pipeline stages");
 }
 
+/** What the user fixed (DimensionLocks): the locked values replace the searched ones, where they are valid at all. */
+void applyLocks(SearchSpace& space, const DimensionLocks& locks, const ModelGraph& graph, int world, int layers)
+{
+    const auto lockTo = [](std::vector<int>& values, const std::vector<int>& locked, auto valid) {
+        if (locked.empty())
+            return;
+        values.clear();
+        for (const int v : locked)
+            if (valid(v))
+                values.push_back(v);
+    };
+    const TransformerShape* t = graph.transformer ? &*graph.transformer : nullptr;
+    lockTo(space.tp, locks.tp, [&](int tp) {
+        return world % tp == 0
+            && (!t || (t->num_heads % tp == 0 && t->num_kv_heads % tp == 0 && t->ffn_hidden % tp == 0));
+    });
+    lockTo(space.cp, locks.cp, [&](int cp) { return cp == 1 || graph.seq_len % (2 * cp) == 0; });
+    lockTo(space.pp, locks.pp, [&](int pp) { return world % pp == 0 && pp <= layers; });
+    lockTo(space.micro_batch, locks.micro_batch, [](int) { return true; });
+    lockTo(space.zero, locks.zero, [](int) { return true; });
+    lockTo(space.ep, locks.ep, [](int) { return true; });
+    if (!locks.recompute.empty() && space.recompute != std::vector<RecomputeKind> {RecomputeKind::Modules})
+        space.recompute = locks.recompute;
+    if (!locks.schedule.empty()) {
+        space.schedules.clear();
+        space.vpp_interleaved.clear();
+        for (const auto s : locks.schedule) {
+            if (s == ScheduleKind::Interleaved1F1B)
+                space.vpp_interleaved = {2, 4};
+            else
+                space.schedules.push_back(s);
+        }
+    }
+}
+
 int blockCount(const CostModel& model)
 {
     int blocks = 0;
@@ -175,7 +210,16 @@ SearchSpace buildSearchSpace(const CostModel& model, const PlannerConfig& config
     else
         space.ep = {1};
 
+    applyLocks(space, config.locks, graph, world, layers);
     applyFramework(space, config);
+    if (config.locks.any()
+        && (space.tp.empty() || space.pp.empty() || space.cp.empty() || space.zero.empty() || space.micro_batch.empty()
+            || space.ep.empty()))
+        throw InputError(
+            cat("the locks (", config.locks.describe(), ") leave nothing to search for ", graph.name, " on ", world,
+                " GPUs: a locked value does not divide the model or the cluster"),
+            "release or change a lock (tp must divide the heads and the world, cp the sequence into 2 x cp "
+            "chunks, pp the world and the layers)");
     if (space.tp.empty() || space.pp.empty() || space.zero.empty())
         throw InputError(
             cat("the planner has nothing to search for ", graph.name, " on ", world, " GPUs",
@@ -210,6 +254,8 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                 std::vector<int> expertTps {tp};
                 if (tp > 1 && space.ep.size() > 1)
                     expertTps.push_back(1);
+                if (!config.locks.dp.empty() && !contains(config.locks.dp, dp))
+                    continue;
                 for (const int ep : space.ep)
                     for (const int etp : expertTps)
                         if ((tp * cp * dp) % (ep * etp) == 0)
@@ -217,7 +263,7 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                 for (const auto& [ep, etp] : expertGrids) {
                     // Any divisor of the per-replica batch is a valid micro-batch (not only powers of two).
                     std::vector<int> microBatches = space.micro_batch;
-                    if (microBatches.size() > 1 && space.global_batch % dp == 0) {
+                    if (microBatches.size() > 1 && config.locks.micro_batch.empty() && space.global_batch % dp == 0) {
                         const std::int64_t perReplica = space.global_batch / dp;
                         microBatches.clear();
                         for (int mb = 1; mb <= 64 && mb <= perReplica; ++mb)
@@ -248,6 +294,9 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     if ((blocks / pp) % v == 0 && pp * v <= layers)
                                         pipelines.emplace_back(ScheduleKind::Interleaved1F1B, v);
                         }
+                        if (!config.locks.vpp.empty())
+                            std::erase_if(pipelines,
+                                          [&](const auto& p) { return !contains(config.locks.vpp, p.second); });
                         for (const auto& [schedule, vpp] : pipelines) {
                             for (const int zero : space.zero) {
                                 for (const auto recompute : space.recompute) {

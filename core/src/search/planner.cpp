@@ -251,7 +251,49 @@ Cluster plannedCluster(const Problem& problem, const PlannerConfig& config)
 
 } // namespace
 
+namespace {
+
+PlanResult searchPlans(const Problem& problem, const PlannerConfig& config, ProgressSink& progress,
+                       std::stop_token stop);
+
+} // namespace
+
 PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSink& progress, std::stop_token stop)
+{
+    PlanResult result = searchPlans(problem, config, progress, stop);
+    if (!result.top.empty() || result.cancelled || !config.locks.any() || !config.load_plan_path.empty())
+        return result;
+    // Nothing fits under the user's locks: say which one to release, with what that finds.
+    for (const auto& name : config.locks.names()) {
+        PlannerConfig relaxed = config;
+        relaxed.locks = config.locks.without(name);
+        NullProgress quiet;
+        PlanResult r;
+        try {
+            r = searchPlans(problem, relaxed, quiet, stop);
+        } catch (const InputError&) {
+            continue; // the other locks leave nothing to search either
+        }
+        if (r.cancelled) {
+            result.cancelled = true;
+            return result;
+        }
+        if (!r.top.empty())
+            result.lock_advice.push_back(cat("releasing the ", name, " lock finds ", r.top.front().config.describe(),
+                                             " at ", fixed(r.top.front().step_time, 2), " s per step"));
+    }
+    if (result.lock_advice.empty())
+        result.log.push_back(cat("no configuration fits under the locks (", config.locks.describe(),
+                                 "), nor with any one of them released"));
+    for (const auto& line : result.lock_advice)
+        result.log.push_back(line);
+    return result;
+}
+
+namespace {
+
+PlanResult searchPlans(const Problem& problem, const PlannerConfig& config, ProgressSink& progress,
+                       std::stop_token stop)
 {
     const auto start = Clock::now();
     config.validate();
@@ -490,6 +532,8 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
     log(cat("elapsed time to plan : ", fixed(result.counts.elapsed_s, 3), " s"));
     return result;
 }
+
+} // namespace
 
 std::shared_ptr<const ModelGraph> withShardingRoles(std::shared_ptr<const ModelGraph> graph,
                                                     const std::vector<Layer>& layers, const Cluster& cluster,

@@ -316,6 +316,56 @@ void validateConfig(const PlannerConfig& c, std::string_view origin)
     validateFramework(c, origin);
 }
 
+/** A lock: one integer or a list of them, each in [min, max]; absent = no lock. */
+std::vector<int> intLock(JsonFields& f, std::string_view key, std::int64_t min, std::int64_t max)
+{
+    const json* value = f.find(key);
+    if (!value || value->is_null())
+        return {};
+    const auto one = [&](const json& v) {
+        if (!v.is_number_integer() || v.get<std::int64_t>() < min || v.get<std::int64_t>() > max)
+            f.fail(key, cat("expected an integer in [", min, ", ", max, "] or a list of them, got ", describeJson(v)),
+                   cat("e.g. ", min == 0 ? "1" : "8", " or [4, 8]; [] searches every value"));
+        return static_cast<int>(v.get<std::int64_t>());
+    };
+    std::vector<int> out;
+    if (value->is_array())
+        for (const auto& v : *value)
+            out.push_back(one(v));
+    else
+        out.push_back(one(*value));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+/** A lock of names (recompute kinds, schedules): one name or a list of them. */
+template<typename Parse> auto nameLock(JsonFields& f, std::string_view key, Parse parse, std::string_view hint)
+{
+    std::vector<std::decay_t<decltype(*parse(std::string_view {}))>> out;
+    const json* value = f.find(key);
+    if (!value || value->is_null())
+        return out;
+    const auto one = [&](const json& v) {
+        const auto parsed = v.is_string() ? parse(toLower(trimmed(v.get<std::string>()))) : std::nullopt;
+        if (!parsed)
+            f.fail(key, cat("expected a name or a list of names, got ", describeJson(v)), std::string(hint));
+        if (std::find(out.begin(), out.end(), *parsed) == out.end())
+            out.push_back(*parsed);
+    };
+    if (value->is_array())
+        for (const auto& v : *value)
+            one(v);
+    else
+        one(*value);
+    return out;
+}
+
+json lockJson(const std::vector<int>& values)
+{
+    return json(values);
+}
+
 } // namespace
 
 std::string_view planMethodName(PlanMethod method)
@@ -333,6 +383,89 @@ std::optional<PlanMethod> parsePlanMethod(std::string_view name)
         if (entry.name == lower)
             return entry.method;
     return std::nullopt;
+}
+
+bool DimensionLocks::any() const
+{
+    return !names().empty();
+}
+
+std::vector<std::string> DimensionLocks::names() const
+{
+    std::vector<std::string> out;
+    const auto add = [&out](const char* name, bool locked) {
+        if (locked)
+            out.emplace_back(name);
+    };
+    add("tp", !tp.empty());
+    add("pp", !pp.empty());
+    add("dp", !dp.empty());
+    add("cp", !cp.empty());
+    add("ep", !ep.empty());
+    add("vpp", !vpp.empty());
+    add("micro-batch", !micro_batch.empty());
+    add("zero", !zero.empty());
+    add("recompute", !recompute.empty());
+    add("schedule", !schedule.empty());
+    return out;
+}
+
+std::string DimensionLocks::describe() const
+{
+    const auto ints = [](const std::vector<int>& v) {
+        std::vector<std::string> s;
+        for (const int x : v)
+            s.push_back(cat(x));
+        return join(s, ",");
+    };
+    std::vector<std::string> parts;
+    const auto add = [&parts](const char* name, const std::string& values) {
+        if (!values.empty())
+            parts.push_back(cat(name, " ", values));
+    };
+    add("tp", ints(tp));
+    add("pp", ints(pp));
+    add("dp", ints(dp));
+    add("cp", ints(cp));
+    add("ep", ints(ep));
+    add("vpp", ints(vpp));
+    add("micro-batch", ints(micro_batch));
+    add("zero", ints(zero));
+    std::vector<std::string> names;
+    for (const auto r : recompute)
+        names.emplace_back(recomputeName(r));
+    add("recompute", join(names, ","));
+    names.clear();
+    for (const auto s : schedule)
+        names.emplace_back(scheduleName(s));
+    add("schedule", join(names, ","));
+    return join(parts, "; ");
+}
+
+DimensionLocks DimensionLocks::without(const std::string& name) const
+{
+    DimensionLocks out = *this;
+    if (name == "tp")
+        out.tp.clear();
+    else if (name == "pp")
+        out.pp.clear();
+    else if (name == "dp")
+        out.dp.clear();
+    else if (name == "cp")
+        out.cp.clear();
+    else if (name == "ep")
+        out.ep.clear();
+    else if (name == "vpp")
+        out.vpp.clear();
+    else if (name == "micro-batch")
+        out.micro_batch.clear();
+    else if (name == "zero")
+        out.zero.clear();
+    else if (name == "recompute")
+        out.recompute.clear();
+    else if (name == "schedule")
+        out.schedule.clear();
+    return out;
 }
 
 void PlannerConfig::validate() const
@@ -360,11 +493,17 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
     c.opt_resident_coef = number("opt_resident_coef", 0.0, kMaxCoefficient, c.opt_resident_coef);
     c.opt_transient_coef = number("opt_transient_coef", 0.0, kMaxCoefficient, c.opt_transient_coef);
     c.recompute_modules = nameList(f, "recompute_modules");
-    c.zero_stage = autoOrInteger(f, "zero_stage", -1, 0, 3, c.zero_stage);
+    if (const json* zero = f.find("zero_stage"); zero && zero->is_array())
+        c.locks.zero = intLock(f, "zero_stage", 0, 3);
+    else
+        c.zero_stage = autoOrInteger(f, "zero_stage", -1, 0, 3, c.zero_stage);
     c.zero_ngroups = integer("zero_ngroups", 1, kMaxDevices, c.zero_ngroups);
     c.pipeline_pivots = nameList(f, "pipeline_pivots");
     c.pipeline_nstages = autoOrInteger(f, "pipeline_nstages", 0, 1, kMaxDevices, c.pipeline_nstages);
-    if (const auto scheduler = f.optString("pipeline_scheduler")) {
+    if (const json* schedules = f.find("pipeline_scheduler"); schedules && schedules->is_array())
+        c.locks.schedule = nameLock(
+            f, "pipeline_scheduler", [](std::string_view n) { return parseSchedule(n); }, kScheduleHint);
+    else if (const auto scheduler = f.optString("pipeline_scheduler")) {
         if (toLower(*scheduler) == kAuto) {
             c.pipeline_scheduler = std::string(kAuto);
         } else if (const auto kind = parseSchedule(*scheduler)) {
@@ -378,7 +517,18 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
     c.mesh_row = integer("mesh_row", 0, kMaxDevices, c.mesh_row);
     c.mesh_col = integer("mesh_col", 0, kMaxDevices, c.mesh_col);
     c.world_size = integer("world_size", 0, kMaxDevices, c.world_size);
-    c.micro_batch_size = integer("micro_batch_size", 0, kMaxMicroBatch, c.micro_batch_size);
+    if (const json* mb = f.find("micro_batch_size"); mb && mb->is_array())
+        c.locks.micro_batch = intLock(f, "micro_batch_size", 1, kMaxMicroBatch);
+    else
+        c.micro_batch_size = integer("micro_batch_size", 0, kMaxMicroBatch, c.micro_batch_size);
+    c.locks.tp = intLock(f, "tp", 1, kMaxDevices);
+    c.locks.pp = intLock(f, "pp", 1, kMaxDevices);
+    c.locks.dp = intLock(f, "dp", 1, kMaxDevices);
+    c.locks.cp = intLock(f, "cp", 1, kMaxCp);
+    c.locks.ep = intLock(f, "ep", 1, kMaxDevices);
+    c.locks.vpp = intLock(f, "vpp", 1, kMaxDevices);
+    c.locks.recompute = nameLock(
+        f, "recompute", [](std::string_view n) { return parseRecompute(n); }, "use none, selective or full");
     c.update_freq = integer("update_freq", 0, kMaxUpdateFreq, c.update_freq);
     c.profile_dir = f.optString("profile_dir").value_or(c.profile_dir);
     c.use_profile = f.boolean("use_profile", c.use_profile);
@@ -486,17 +636,34 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"opt_resident_coef", c.opt_resident_coef},
                  {"opt_transient_coef", c.opt_transient_coef},
                  {"recompute_modules", c.recompute_modules},
-                 {"zero_stage", c.zero_stage < 0 ? json(kAuto) : json(c.zero_stage)},
+                 {"zero_stage", !c.locks.zero.empty() ? lockJson(c.locks.zero) : c.zero_stage < 0 ? json(kAuto) : json(c.zero_stage)},
                  {"zero_ngroups", c.zero_ngroups},
                  {"pipeline_pivots", c.pipeline_pivots},
                  {"pipeline_nstages", c.pipeline_nstages == 0 ? json(kAuto) : json(c.pipeline_nstages)},
-                 {"pipeline_scheduler", c.pipeline_scheduler},
+                 {"pipeline_scheduler", c.locks.schedule.empty() ? json(c.pipeline_scheduler) : [&] {
+                      json names = json::array();
+                      for (const auto s : c.locks.schedule)
+                          names.push_back(scheduleName(s));
+                      return names;
+                  }()},
                  {"max_pipeline_bubble_ratio", c.max_pipeline_bubble_ratio},
                  {"max_pipeline_unbalance_ratio", c.max_pipeline_unbalance_ratio},
                  {"mesh_row", c.mesh_row},
                  {"mesh_col", c.mesh_col},
                  {"world_size", c.world_size},
-                 {"micro_batch_size", c.micro_batch_size},
+                 {"micro_batch_size", c.locks.micro_batch.empty() ? json(c.micro_batch_size) : lockJson(c.locks.micro_batch)},
+                 {"tp", lockJson(c.locks.tp)},
+                 {"pp", lockJson(c.locks.pp)},
+                 {"dp", lockJson(c.locks.dp)},
+                 {"cp", lockJson(c.locks.cp)},
+                 {"ep", lockJson(c.locks.ep)},
+                 {"vpp", lockJson(c.locks.vpp)},
+                 {"recompute", [&] {
+                      json names = json::array();
+                      for (const auto r : c.locks.recompute)
+                          names.push_back(recomputeName(r));
+                      return names;
+                  }()},
                  {"update_freq", c.update_freq},
                  {"profile_dir", c.profile_dir},
                  {"use_profile", c.use_profile},

@@ -57,6 +57,8 @@ struct PlanResult
     /** When no candidate could be costed at all (every one left the pipeline limits or does not split the model):
         why, with the counts and the way out; empty otherwise. */
     std::string nothing_costed;
+    /** When nothing fits under PlannerConfig::locks: for each lock whose release finds a plan, a line saying so. */
+    std::vector<std::string> lock_advice;
     /** What PlannerConfig::framework removed from the search (SearchSpace::framework_limits); empty for generic. */
     std::vector<std::string> framework_limits;
 };

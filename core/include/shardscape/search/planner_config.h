@@ -2,6 +2,7 @@
 #pragma once
 
 #include "shardscape/cost/framework_profile.h"
+#include "shardscape/cost/parallel_config.h"
 #include "shardscape/cost/serving.h"
 
 #include <filesystem>
@@ -25,6 +26,26 @@ enum class PlanMethod : std::uint8_t
 };
 std::string_view planMethodName(PlanMethod method);
 std::optional<PlanMethod> parsePlanMethod(std::string_view name);
+
+/**
+ * Dimensions the user fixes; the planner searches only these values of them (empty = the whole range). JSON keys
+ * "tp", "pp", "dp", "cp", "ep", "vpp" and "recompute" take a value or a list; "micro_batch_size", "zero_stage" and
+ * "pipeline_scheduler" take a list as well as their single value. `plan --tp 4,8 ...` sets them.
+ */
+struct DimensionLocks
+{
+    std::vector<int> tp, pp, dp, cp, ep, vpp, micro_batch, zero;
+    std::vector<RecomputeKind> recompute;
+    std::vector<ScheduleKind> schedule;
+
+    bool any() const;
+    /** "tp 4,8; zero 1" for messages. */
+    std::string describe() const;
+    /** The locks, each named once ("tp", "pp", ...), for releasing one at a time. */
+    std::vector<std::string> names() const;
+    /** A copy with the lock `name` released. */
+    DimensionLocks without(const std::string& name) const;
+};
 
 /**
  * Every planner option, with nnScaler AutoDist's names and meanings (shared/research/planners.md).
@@ -87,6 +108,8 @@ struct PlannerConfig
         nemo, torchtitan, deepspeed, composer). It sets the memory terms of every candidate and bounds the search to
         what the framework runs (its ZeRO stages, schedules, cp / ep / tp support; framework_profile.h). */
     Framework framework = Framework::Generic;
+    /** Not AutoDist keys: the dimensions the user fixes (DimensionLocks). */
+    DimensionLocks locks;
     /** Not an AutoDist key: the framework's release line the plan is for ("framework_version": frameworkVersions,
         e.g. "core_v0.19", "main", "v0.2"; "" = the framework as profiled, any release). A named release also bounds
         the search to what that release runs, and is recorded in plan files and used by the exports. */
