@@ -31,6 +31,7 @@
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QSettings>
@@ -136,6 +137,7 @@ private slots:
     void exportForFrameworks();
     void openModelFileAndDrop();
     void settingsPersist();
+    void plannerPanelLocksReachThePlanner();
 
 private:
     QTemporaryDir m_dir;
@@ -818,6 +820,36 @@ void TestUiApp::settingsPersist()
     QCOMPARE(int(request.config.framework), int(Framework::Torchtitan));
     request.config.validate(); // the panel never pins what the framework cannot run
     QSettings().clear();
+}
+
+void TestUiApp::plannerPanelLocksReachThePlanner()
+{
+    // The TP and VPP locks typed in the planner panel become the request's locks, and the planner keeps to them.
+    PlannerPanel panel;
+    auto* tp = panel.findChild<QLineEdit*>(QStringLiteral("tp"));
+    auto* vpp = panel.findChild<QLineEdit*>(QStringLiteral("vpp"));
+    QVERIFY(tp && vpp);
+    QTest::keyClicks(tp, QStringLiteral("8,4"));
+    QTest::keyClicks(vpp, QStringLiteral("x1")); // the validator takes digits and commas only
+    QCOMPARE(vpp->text(), QStringLiteral("1"));
+    PlanRequest request;
+    panel.applyTo(request);
+    QCOMPARE(request.config.locks.tp, (std::vector<int> {4, 8}));
+    QCOMPARE(request.config.locks.vpp, (std::vector<int> {1}));
+    QVERIFY(request.config.locks.dp.empty());
+    request.config.validate();
+
+    Problem problem;
+    BuildOptions build;
+    build.seq_len = 4096;
+    problem.graph = std::make_shared<const ModelGraph>(loadModel("llama2-13b", build));
+    problem.cluster = loadCluster("h100-sxm", 2, 8);
+    problem.global_batch = 64;
+    NullProgress quiet;
+    const PlanResult result = plan(problem, request.config, quiet);
+    QVERIFY(!result.top.empty());
+    for (const auto& e : result.top)
+        QVERIFY2((e.config.tp == 4 || e.config.tp == 8) && e.config.vpp == 1, e.config.describe().c_str());
 }
 
 QTEST_MAIN(TestUiApp)

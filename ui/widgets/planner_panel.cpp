@@ -9,6 +9,9 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
+#include <QLineEdit>
+#include <QRegularExpression>
+#include <QRegularExpressionValidator>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -79,6 +82,24 @@ PlannerPanel::PlannerPanel(QWidget* parent)
     , m_maxTpot(new QDoubleSpinBox(this))
     , m_memoryFraction(new QDoubleSpinBox(this))
 {
+    const auto lockEdit = [this](const char* key, const QString& what) {
+        auto* edit = new QLineEdit(this);
+        edit->setObjectName(QString::fromLatin1(key));
+        edit->setPlaceholderText(tr("search"));
+        // Only comma lists of whole numbers can be typed: the request never carries a lock the planner cannot read.
+        edit->setValidator(new QRegularExpressionValidator(
+            QRegularExpression(QStringLiteral("^\\s*([1-9][0-9]{0,6}\\s*(,\\s*[1-9][0-9]{0,6}\\s*)*,?)?$")), edit));
+        edit->setToolTip(tr("%1: lock it to a value or a comma list (e.g. 4,8); empty searches every value. When "
+                            "nothing fits, the log says which lock to release (planner key \"%2\")")
+                             .arg(what, QString::fromLatin1(key)));
+        connect(edit, &QLineEdit::textChanged, this, &PlannerPanel::changed);
+        return edit;
+    };
+    m_lockTp = lockEdit("tp", tr("Tensor-parallel degree"));
+    m_lockDp = lockEdit("dp", tr("Data-parallel degree"));
+    m_lockCp = lockEdit("cp", tr("Context-parallel degree"));
+    m_lockEp = lockEdit("ep", tr("Expert-parallel degree"));
+    m_lockVpp = lockEdit("vpp", tr("Model chunks per pipeline rank (1 = not interleaved)"));
     m_globalBatch->setObjectName(QStringLiteral("global_batch"));
     m_globalBatch->setRange(1, 1 << 30);
     m_globalBatch->setValue(256);
@@ -171,6 +192,11 @@ PlannerPanel::PlannerPanel(QWidget* parent)
     inferenceRow(tr("&Engine:"), m_engine);
     inferenceRow(tr("Memory &fraction:"), m_memoryFraction);
     trainingRow(tr("Pipeline &stages:"), m_stages);
+    trainingRow(tr("TP lock:"), m_lockTp);
+    trainingRow(tr("DP lock:"), m_lockDp);
+    trainingRow(tr("CP lock:"), m_lockCp);
+    trainingRow(tr("EP lock:"), m_lockEp);
+    trainingRow(tr("VPP lock:"), m_lockVpp);
     trainingRow(tr("Micro-ba&tch:"), m_microBatch);
     trainingRow(tr("&ZeRO:"), m_zero);
     trainingRow(tr("&Recompute:"), m_recompute);
@@ -325,6 +351,20 @@ void PlannerPanel::applyTo(PlanRequest& request) const
     c.framework = parseFramework(m_framework->currentData().toString().toStdString()).value_or(Framework::Generic);
     if (recompute() == Recompute::Full)
         c.recompute_modules = {"ROOT"};
+    const auto lockOf = [](const QLineEdit* edit) {
+        std::vector<int> values;
+        for (const QString& item : edit->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+            if (const int v = item.trimmed().toInt();
+                v > 0 && std::find(values.begin(), values.end(), v) == values.end())
+                values.push_back(v);
+        std::sort(values.begin(), values.end());
+        return values;
+    };
+    c.locks.tp = lockOf(m_lockTp);
+    c.locks.dp = lockOf(m_lockDp);
+    c.locks.cp = lockOf(m_lockCp);
+    c.locks.ep = lockOf(m_lockEp);
+    c.locks.vpp = lockOf(m_lockVpp);
     c.is_train = !isInference();
     c.input_len = m_inputLen->value();
     c.output_len = m_outputLen->value();
@@ -389,6 +429,8 @@ void PlannerPanel::saveSettings(QSettings& settings) const
     settings.setValue(key("maxTpot"), m_maxTpot->value());
     settings.setValue(key("engine"), m_engine->currentData());
     settings.setValue(key("memoryFraction"), m_memoryFraction->value());
+    for (const QLineEdit* edit : {m_lockTp, m_lockDp, m_lockCp, m_lockEp, m_lockVpp})
+        settings.setValue(key(("lock_" + edit->objectName().toStdString()).c_str()), edit->text());
 }
 
 void PlannerPanel::restoreSettings(const QSettings& settings)
@@ -417,6 +459,13 @@ void PlannerPanel::restoreSettings(const QSettings& settings)
     m_maxTpot->setValue(value("maxTpot", m_maxTpot->value()).toDouble());
     restoreCombo(m_engine, value("engine", m_engine->currentData()));
     m_memoryFraction->setValue(value("memoryFraction", m_memoryFraction->value()).toDouble());
+    for (QLineEdit* edit : {m_lockTp, m_lockDp, m_lockCp, m_lockEp, m_lockVpp}) {
+        const QString text = value(("lock_" + edit->objectName().toStdString()).c_str(), QString()).toString();
+        int pos = 0;
+        QString checked = text;
+        if (edit->validator()->validate(checked, pos) == QValidator::Acceptable)
+            edit->setText(text);
+    }
 }
 
 } // namespace shardscape::ui

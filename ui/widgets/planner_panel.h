@@ -9,6 +9,7 @@
 class QComboBox;
 class QDoubleSpinBox;
 class QFormLayout;
+class QLineEdit;
 class QSettings;
 class QSpinBox;
 
@@ -18,7 +19,8 @@ struct PlanRequest;
 
 /**
  * The planner's options (PlannerConfig, AutoDist names in the tooltips): global batch, sequence length, stage count,
- * micro-batch, ZeRO, recomputation, schedule, solver, top-k, pruning ratios, the method and the framework. The lowest
+ * micro-batch, ZeRO, recomputation, schedule, solver, top-k, pruning ratios, the method and the framework, and locks
+ * on the TP, DP, CP, EP and VPP degrees (a comma list each; empty searches the dimension). The lowest
  * value of a spin box means "search it" / "the model's default", as its text says. In inference mode (is_train false)
  * the training rows give way to the serving request: input and output lengths, concurrency, weight and KV-cache
  * formats, latency bounds, the serving engine and its memory fraction.
@@ -79,6 +81,12 @@ private:
     QDoubleSpinBox* m_minBalance;
     QComboBox* m_method;
     QComboBox* m_framework;
+    /** Dimension locks (DimensionLocks): a comma list of values, or empty to search. */
+    QLineEdit* m_lockTp;
+    QLineEdit* m_lockDp;
+    QLineEdit* m_lockCp;
+    QLineEdit* m_lockEp;
+    QLineEdit* m_lockVpp;
     // Inference (serving) rows.
     QSpinBox* m_inputLen;
     QSpinBox* m_outputLen;
