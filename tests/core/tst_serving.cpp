@@ -195,6 +195,28 @@ private Q_SLOTS:
         QVERIFY(rho / (2 * (1 - rho)) > 0.4); // the long prompts' queue: over 40% of a prefill
     }
 
+    void arrivalsWaitOutLongStepsMoreOften()
+    {
+        // Renewal theory for the step an arrival waits out: E[S^2] / (2 E[S]) over a two-point distribution of steps.
+        const double mean = 0.030;
+        const double chunk = 0.380;
+        const double f = 0.05;
+        const double shortStep = (mean - f * chunk) / (1 - f);
+        const double closedForm = (f * chunk * chunk + (1 - f) * shortStep * shortStep) / (2 * mean);
+        QVERIFY(std::abs(meanResidualStep(mean, chunk, f) - closedForm) < 1e-12);
+        QVERIFY(closedForm > 8 * mean / 2); // the rare long steps dominate: 122 ms, not 15 ms
+        // Without chunks, or with every step carrying one, the steps are alike: half a step.
+        QCOMPARE(meanResidualStep(mean, chunk, 0), mean / 2);
+        QCOMPARE(meanResidualStep(mean, mean, 0.3), mean / 2);
+        // Never below half the mean (Jensen), and growing with the chunk's length at a fixed mean.
+        double last = mean / 2;
+        for (const double c : {0.040, 0.080, 0.160, 0.320, 0.500}) {
+            const double w = meanResidualStep(mean, c, 0.05);
+            QVERIFY(w >= last);
+            last = w;
+        }
+    }
+
     void badShapesAreRefusedWithTheirReason()
     {
         const ServingModel llama = servingModel("llama3-70b");

@@ -374,32 +374,49 @@ Timing timingAt(const ServingEstimator& est, const ServingRequest& r, const Serv
                         .prefill_tokens = std::max(othersPrefill, std::min(input, batchedTokens)),
                         .prefill_context = input / 2};
     const double chunkTime = p.pp > 1 ? p.pp * est.busiestStageTime(chunkStep) : est.sumStageTime(chunkStep);
-    const double wait = b > 1 ? 0.5 * t.tpot : 0; // a request arriving mid-step waits for it to end
-    const double ownPrefill = wait + prefillSteps * chunkTime;
     const double decodeTime = (output - 1) * t.tpot;
+    // A request arriving mid-step waits for that step to end. Arrivals land in long steps more often than in short
+    // ones (renewal theory: the mean residual is E[S^2] / (2 E[S]), not E[S] / 2): the steps that carry a prefill
+    // chunk, a fraction f = chunks per second x E[S] of them, take chunkTime; the rest are shorter, so that the
+    // mean stays the decode step the throughput uses.
+    const auto stepWait = [&](double rate) {
+        return b > 1 ? meanResidualStep(t.tpot, chunkTime, rate * prefillSteps * t.tpot) : 0.0;
+    };
+    const double ownChunks = prefillSteps * chunkTime;
 
     // The prefill server: one prompt's chunks on the replica's bottleneck stage.
     const StepLoad promptChunk {.prefill_tokens = input / prefillSteps, .prefill_context = input / 2};
     const double service = prefillSteps * est.busiestStageTime(promptChunk);
-    double queue = 0;
+    double rate = 0;
     if (perReplica > 1) {
         // rate = perReplica / life(rate): life grows with the rate, so the fixed point is unique; bisect for it.
         double lo = 0;
-        double hi = std::min(perReplica / (ownPrefill + decodeTime), 1 / service);
+        double hi = std::min(perReplica / (ownChunks + decodeTime), 1 / service);
         for (int i = 0; i < 60; ++i) {
-            const double rate = 0.5 * (lo + hi);
-            const double life = ownPrefill + prefillQueueWait(rate, service) + decodeTime;
-            (rate * life < perReplica ? lo : hi) = rate;
+            const double mid = 0.5 * (lo + hi);
+            const double life = stepWait(mid) + ownChunks + prefillQueueWait(mid, service) + decodeTime;
+            (mid * life < perReplica ? lo : hi) = mid;
         }
-        queue = prefillQueueWait(lo, service);
+        rate = lo;
     }
-    t.ttft = ownPrefill + queue;
+    t.ttft = stepWait(rate) + ownChunks + (perReplica > 1 ? prefillQueueWait(rate, service) : 0);
     const double life = t.ttft + decodeTime;
     t.output_tokens_per_s = concurrency * output / life;
     return t;
 }
 
 } // namespace
+
+double meanResidualStep(double meanStep, double chunkStep, double chunkFraction)
+{
+    const double f = std::clamp(chunkFraction, 0.0, 1.0);
+    if (meanStep <= 0 || f <= 0 || f >= 1 || chunkStep <= meanStep)
+        return 0.5 * std::max(meanStep, 0.0);
+    // The steps without a chunk are as much shorter as keeps the mean (never below zero).
+    const double shortStep = std::max(0.0, (meanStep - f * chunkStep) / (1 - f));
+    const double mean = f * chunkStep + (1 - f) * shortStep;
+    return (f * chunkStep * chunkStep + (1 - f) * shortStep * shortStep) / (2 * mean);
+}
 
 std::string servingParallelError(const ServingModel& model, const Cluster& cluster, const ServingParallel& p)
 {

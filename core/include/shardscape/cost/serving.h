@@ -199,6 +199,14 @@ ServingEstimate estimateServing(const ServingModel& model, const Cluster& cluste
                                 const CostParams& params, const ServingParallel& parallel,
                                 const ServingRequest& request, const ServingParams& serving = {});
 
+/**
+ * The mean wait of a request that arrives during a continuous-batching step for that step to end, when a fraction
+ * `chunkFraction` of the steps carry a prefill chunk and take `chunkStep` s, and the steps average `meanStep` s (the
+ * others correspondingly shorter). Renewal theory: an arrival lands in a step with probability proportional to its
+ * length, so the wait is E[S^2] / (2 E[S]), at least meanStep / 2.
+ */
+double meanResidualStep(double meanStep, double chunkStep, double chunkFraction);
+
 /** Why `parallel` cannot serve `model` on `cluster` (heads, experts, layers, GPUs), or empty. */
 std::string servingParallelError(const ServingModel& model, const Cluster& cluster, const ServingParallel& parallel);
 
