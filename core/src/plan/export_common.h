@@ -61,6 +61,10 @@ struct LaunchShape
 };
 LaunchShape launchShape(Context& context);
 
+/** "  torchrun --nnodes N --nproc-per-node G ... \" and "      -m torchtitan.train ARGS": how to start torchtitan on
+    every node, for the headers of its configs. */
+std::vector<std::string> torchtitanLaunchLines(Context& context, std::string_view trainArgs);
+
 /** A bash word: quoted with '...' when it holds anything but [A-Za-z0-9_./:=,+-]. */
 std::string shellWord(std::string_view text);
 

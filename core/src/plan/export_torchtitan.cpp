@@ -184,15 +184,13 @@ std::string exportTorchtitan(Context& context)
                            {"filter_fqns", "[\"output\"]", std::nullopt, {}}}});
     }
 
-    const LaunchShape shape = launchShape(context);
     std::vector<std::string> head = headerLines(context, "torchtitan job config");
     appendFrameworkLines(context, Framework::Torchtitan, head);
     head.emplace_back();
     head.emplace_back("torchtitan job config in the TOML schema of torchtitan v0.2.0 to v0.2.2 (torchtitan main reads");
     head.emplace_back("Python config modules instead: export --framework-version main). Run on every node:");
-    head.push_back(cat("  torchrun --nnodes ", shape.nodes, " --nproc-per-node ", shape.gpus_per_node,
-                       " --rdzv-backend c10d --rdzv-endpoint HOST:29400 --rdzv-id JOB \\"));
-    head.emplace_back("      -m torchtitan.train --job.config_file THIS_FILE");
+    for (auto& line : torchtitanLaunchLines(context, "--job.config_file THIS_FILE"))
+        head.push_back(std::move(line));
     head.emplace_back(
         "(shardscape-cli export --format torchrun --framework-version v0.2 writes a launcher that does this).");
     std::string out = commentBlock(head, "# ");

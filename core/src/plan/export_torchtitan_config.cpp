@@ -169,15 +169,13 @@ std::string exportTorchtitanConfig(Context& context)
     imports.push_back(cat("from torchtitan.models.", recipe.module, ".config_registry import ", recipe.function));
     std::sort(imports.begin(), imports.end());
 
-    const LaunchShape shape = launchShape(context);
     std::vector<std::string> head = headerLines(context, "torchtitan config");
     appendFrameworkLines(context, Framework::Torchtitan, head);
     head.emplace_back();
     head.emplace_back("A torchtitan config module for torchtitan main (Python configs; fields of commit b5bcd76,");
     head.emplace_back("2026-08-21). Save it as plan_config.py and run on every node, with its folder on PYTHONPATH:");
-    head.push_back(cat("  torchrun --nnodes ", shape.nodes, " --nproc-per-node ", shape.gpus_per_node,
-                       " --rdzv-backend c10d --rdzv-endpoint HOST:29400 --rdzv-id JOB \\"));
-    head.emplace_back("      -m torchtitan.train --module plan_config --config shardscape_plan");
+    for (auto& line : torchtitanLaunchLines(context, "--module plan_config --config shardscape_plan"))
+        head.push_back(std::move(line));
     head.emplace_back("(shardscape-cli export --format torchrun writes a launcher that does this).");
     std::string out = commentBlock(head, "# ");
     if (!context.notes.empty())

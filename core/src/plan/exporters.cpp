@@ -457,6 +457,14 @@ std::string notesBlock(const std::vector<std::string>& notes, std::string_view p
     return commentBlock(lines, prefix);
 }
 
+std::vector<std::string> torchtitanLaunchLines(Context& context, std::string_view trainArgs)
+{
+    const LaunchShape shape = launchShape(context);
+    return {cat("  torchrun --nnodes ", shape.nodes, " --nproc-per-node ", shape.gpus_per_node,
+                " --rdzv-backend c10d --rdzv-endpoint HOST:29400 --rdzv-id JOB \\"),
+            cat("      -m torchtitan.train ", trainArgs)};
+}
+
 LaunchShape launchShape(Context& context)
 {
     const int world = context.config().worldSize();

@@ -173,7 +173,8 @@ Scored scoreCandidate(const Context& ctx, std::size_t index, ParallelConfig c)
         return s;
     }
     const bool pivoted = std::find(ctx.mayStart.begin(), ctx.mayStart.end(), false) != ctx.mayStart.end();
-    if (c.pp > 1 && c.vpp == 1) {
+    // The layers' times and bytes under this configuration, where stages may start.
+    const auto layersOf = [&] {
         const auto profile = ctx.model.layerProfile(c);
         PartitionInput in;
         in.time = profile.time;
@@ -181,6 +182,10 @@ Scored scoreCandidate(const Context& ctx, std::size_t index, ParallelConfig c)
         in.stash_bytes = profile.stash_bytes;
         in.transient_bytes = profile.transient_bytes;
         in.may_start = ctx.mayStart;
+        return in;
+    };
+    if (c.pp > 1 && c.vpp == 1) {
+        PartitionInput in = layersOf();
         // The partitioner sums allocated bytes: the runtime sits beside them, the allocator's slack scales them.
         const double slack = ctx.model.fragmentationFactor(c);
         in.fixed_bytes = ctx.model.runtimeBytes(c) / slack;
@@ -213,13 +218,7 @@ Scored scoreCandidate(const Context& ctx, std::size_t index, ParallelConfig c)
     } else if (c.pp > 1 && pivoted) {
         // Several chunks per rank (interleaved, V schedules, DualPipe): the chunks in virtual-stage order may start
         // only at pivots too. Split them for time at the pivots and pin that split; the estimate checks memory.
-        const auto profile = ctx.model.layerProfile(c);
-        PartitionInput in;
-        in.time = profile.time;
-        in.static_bytes = profile.static_bytes;
-        in.stash_bytes = profile.stash_bytes;
-        in.transient_bytes = profile.transient_bytes;
-        in.may_start = ctx.mayStart;
+        PartitionInput in = layersOf();
         in.stages = c.schedule == ScheduleKind::DualPipe ? c.pp : c.pp * c.vpp;
         in.inflight.assign(static_cast<std::size_t>(in.stages), 1);
         const PartitionResult part = partitionStages(in);
