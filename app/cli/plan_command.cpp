@@ -80,7 +80,7 @@ std::vector<T> lockList(const std::string& text, const char* flag, Parse parse, 
     return out;
 }
 
-std::optional<int> positiveInt(const std::string& text)
+std::optional<int> nonNegativeInt(const std::string& text)
 {
     int value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -96,7 +96,7 @@ void applyLockOptions(const PlanOptions& o, PlannerConfig& config)
         return lockList<int>(
             text, flag,
             [min](const std::string& t) {
-                const auto v = positiveInt(t);
+                const auto v = nonNegativeInt(t);
                 return v && *v >= min ? v : std::nullopt;
             },
             cat("give integers >= ", min, ", e.g. ", flag, " 4,8"));
@@ -124,7 +124,7 @@ void applyLockOptions(const PlanOptions& o, PlannerConfig& config)
         l.zero = lockList<int>(
             o.zero, "--zero",
             [](const std::string& t) {
-                const auto v = positiveInt(t);
+                const auto v = nonNegativeInt(t);
                 return v && *v <= 3 ? v : std::nullopt;
             },
             "give ZeRO stages 0-3, e.g. --zero 1,3");

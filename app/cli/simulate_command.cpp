@@ -521,12 +521,10 @@ int runSimulate(const SimulateOptions& given)
     config.framework = o.framework.empty() ? Framework::Generic : frameworkFromOption(o.framework);
     if (!o.framework_version.empty()) {
         const auto version = resolveFrameworkVersion(config.framework, o.framework_version);
-        if (!version)
-            throw InputError(cat("--framework-version '", o.framework_version, "' is not a ",
-                                 frameworkName(config.framework), " release Shardscape writes for"),
-                             frameworkVersions(config.framework).empty()
-                                 ? std::string("name the framework with --framework first")
-                                 : cat("use ", join(frameworkVersions(config.framework))));
+        if (!version) {
+            const auto [cause, hint] = unknownFrameworkVersion(config.framework, o.framework_version);
+            throw InputError("--framework-version " + cause, hint);
+        }
         config.framework_version = *version;
     }
     config.recompute = recompute;

@@ -360,6 +360,15 @@ std::optional<std::string> resolveFrameworkVersion(Framework framework, std::str
     return std::nullopt;
 }
 
+std::pair<std::string, std::string> unknownFrameworkVersion(Framework framework, std::string_view requested)
+{
+    const std::string_view name = frameworkName(framework);
+    const auto& versions = frameworkVersions(framework);
+    return {cat("'", requested, "' is not a ", name, " release Shardscape writes for"),
+            versions.empty() ? cat("leave it empty (or name the framework first): ", name, " has no exporter")
+                             : cat("use ", join(versions), " (the first is the default)")};
+}
+
 std::string zeroStageList(const FrameworkProfile& p)
 {
     std::string stages;

@@ -634,12 +634,9 @@ ImportedConfig importDeepSpeed(const nlohmann::json& doc, const std::string& ori
     std::int64_t dp = 0;
     if (layoutDp && !(batch && micro && accumulation)) {
         dp = *layoutDp;
-        if (!micro || !accumulation) {
-            if (!batch)
-                fail(origin, 0,
-                     "give two of train_batch_size, train_micro_batch_size_per_gpu and "
-                     "gradient_accumulation_steps");
-        }
+        if (!batch && (!micro || !accumulation))
+            fail(origin, 0,
+                 "give two of train_batch_size, train_micro_batch_size_per_gpu and gradient_accumulation_steps");
     } else if (batch && micro && accumulation) {
         if (*batch % (*micro * *accumulation))
             f.fail("train_batch_size",

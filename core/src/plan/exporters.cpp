@@ -237,9 +237,8 @@ std::string exportFrameworkVersion(ExportTarget target, const LoadedPlan& plan, 
         requested = plan.config.framework_version;
     if (const auto version = resolveFrameworkVersion(*framework, requested))
         return *version;
-    throw InputError(cat("'", requested, "' is not a ", frameworkName(*framework), " release the ",
-                         exportTargetName(target), " export is written for"),
-                     cat("use ", join(frameworkVersions(*framework)), " (the first is the default)"));
+    const auto [cause, hint] = unknownFrameworkVersion(*framework, requested);
+    throw InputError(cause, hint);
 }
 
 std::string exportDefaultFileName(ExportTarget target, std::string_view frameworkVersion)

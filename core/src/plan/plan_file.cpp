@@ -301,12 +301,10 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     }
     if (const auto version = f.optString("framework_version"); version && !version->empty()) {
         const auto resolved = resolveFrameworkVersion(c.framework, *version);
-        if (!resolved)
-            f.fail("framework_version",
-                   cat("'", *version, "' is not a release of ", frameworkName(c.framework), " Shardscape exports for"),
-                   frameworkVersions(c.framework).empty()
-                       ? cat("leave it empty: ", frameworkName(c.framework), " has no exporter")
-                       : cat("use ", join(frameworkVersions(c.framework))));
+        if (!resolved) {
+            const auto [cause, hint] = unknownFrameworkVersion(c.framework, *version);
+            f.fail("framework_version", cause, hint);
+        }
         c.framework_version = *resolved;
     }
     const std::string recompute = f.string("recompute");

@@ -265,12 +265,10 @@ void validateConfig(const PlannerConfig& c, std::string_view origin)
     checkInteger(origin, "layer_num", c.layer_num, 0, 100000);
     if (static_cast<std::size_t>(c.framework) >= allFrameworks().size())
         fail(origin, "framework", cat("unknown framework #", static_cast<int>(c.framework)), frameworkHint("?"));
-    if (!c.framework_version.empty() && !resolveFrameworkVersion(c.framework, c.framework_version))
-        fail(origin, "framework_version",
-             cat("'", c.framework_version, "' is not a ", frameworkName(c.framework), " release Shardscape writes for"),
-             frameworkVersions(c.framework).empty()
-                 ? cat("leave it empty: ", frameworkName(c.framework), " has no exporter")
-                 : cat("use ", join(frameworkVersions(c.framework))));
+    if (!c.framework_version.empty() && !resolveFrameworkVersion(c.framework, c.framework_version)) {
+        const auto [cause, hint] = unknownFrameworkVersion(c.framework, c.framework_version);
+        fail(origin, "framework_version", cause, hint);
+    }
     if (!(c.min_memory_headroom < 0))
         checkNumber(origin, "min_memory_headroom", c.min_memory_headroom, 0.0, kMaxMemoryGB);
 
@@ -585,17 +583,11 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
         c.framework = *parsed;
     }
     if (const auto version = f.optString("framework_version")) {
+        // A patch release names its line (core_v0.19.1 -> core_v0.19); validateConfig refuses an unknown one.
         c.framework_version = trimmed(*version);
-        if (!c.framework_version.empty()) {
-            const auto resolved = resolveFrameworkVersion(c.framework, c.framework_version);
-            if (!resolved)
-                f.fail("framework_version",
-                       cat("'", *version, "' is not a ", frameworkName(c.framework), " release Shardscape writes for"),
-                       frameworkVersions(c.framework).empty() ? cat(
-                           "set framework first, or leave it empty: ", frameworkName(c.framework), " has no exporter")
-                                                              : cat("use ", join(frameworkVersions(c.framework))));
-            c.framework_version = *resolved;
-        }
+        if (!c.framework_version.empty())
+            c.framework_version
+                = resolveFrameworkVersion(c.framework, c.framework_version).value_or(c.framework_version);
     }
     if (const json* headroom = f.find("min_memory_headroom")) {
         if (headroom->is_string() ? toLower(headroom->get<std::string>()) != kAuto : !headroom->is_number())

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace shardscape {
@@ -201,6 +202,9 @@ const std::vector<std::string>& frameworkVersions(Framework framework);
 /** `requested` as one of frameworkVersions(framework) ("core_v0.19.1" -> "core_v0.19"; empty -> the current line),
     or nullopt when the framework has no such release line. */
 std::optional<std::string> resolveFrameworkVersion(Framework framework, std::string_view requested);
+/** Why `requested` names no release of `framework` Shardscape writes for, and what to give instead:
+    {cause, hint}, for the error every reader of a framework version raises. */
+std::pair<std::string, std::string> unknownFrameworkVersion(Framework framework, std::string_view requested);
 
 /** The profile of a framework (static storage). */
 const FrameworkProfile& frameworkProfile(Framework framework);

@@ -119,7 +119,7 @@ struct PlannerConfig
         regime). The planner ranks every plan that fits before the tight ones ("min_memory_headroom" in JSON). */
     double min_memory_headroom = -1;
     /** Not an AutoDist key: the largest context-parallel degree searched ("max_cp" in JSON, 1 = off); < 0 = "auto":
-        8, or more for long sequences (autoMaxCp). */
+        8, or sequence / 32k tokens for longer sequences, at most 64 (candidate_space.cpp). */
     int max_cp = -1;
     /** Not an AutoDist key: Alpa's automatic layer construction ("layer_num" in JSON): cluster the ops into this
         many layers before stage partitioning; 0 = group by module path (graphs without repeated blocks then get
