@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// `profile show` and `profile import-nccl`: what a measured profile holds, and adding nccl-tests logs to one.
+// `profile show`, `profile import-nccl` and `profile import-log`: what a measured profile holds, adding nccl-tests
+// logs to one, and calibrating it on the user's own training runs.
 #include "cli_common.h"
 #include "commands.h"
 
@@ -8,9 +9,11 @@
 #include "shardscape/profile/profile_db.h"
 #include "shardscape/profile/profile_import.h"
 #include "shardscape/profile/profile_summary.h"
+#include "shardscape/search/log_calibration.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/strings.h"
 #include "shardscape/support/units.h"
+#include "text_table.h"
 
 #include <iostream>
 #include <memory>
@@ -30,6 +33,18 @@ struct ImportOptions
     std::vector<std::string> logs;
     std::string profile_dir;
     std::string device_name;
+};
+
+struct ImportLogOptions
+{
+    std::vector<std::string> logs;
+    std::vector<std::string> jobs;
+    std::string model;
+    std::string cluster;
+    int nodes = 0;
+    int gpus_per_node = 0;
+    std::string profile_dir;
+    bool dry_run = false;
 };
 
 void printProfile(const std::filesystem::path& file, const Profile& profile)
@@ -119,11 +134,123 @@ int runImport(const ImportOptions& o)
     return kExitOk;
 }
 
+std::string percentOff(double predicted, double measured)
+{
+    if (predicted <= 0 || measured <= 0)
+        return "-";
+    const double p = 100 * (predicted / measured - 1);
+    return cat(p >= 0 ? "+" : "", fixed(p, 1), "%");
+}
+
+int runImportLog(const ImportLogOptions& o)
+{
+    if (!o.jobs.empty() && o.jobs.size() != o.logs.size())
+        throw InputError(cat(o.logs.size(), " logs but ", o.jobs.size(), " --job configs"),
+                         "give one --job per log, in the same order ('-' = the log's own Megatron argument dump)");
+    LogImportRequest request;
+    for (std::size_t i = 0; i < o.logs.size(); ++i) {
+        LogRunSpec spec;
+        spec.log = o.logs[i];
+        if (!o.jobs.empty() && o.jobs[i] != "-")
+            spec.job_config = o.jobs[i];
+        request.runs.push_back(std::move(spec));
+    }
+    request.model = o.model;
+    request.cluster = o.cluster;
+    request.nodes = o.nodes;
+    request.gpus_per_node = o.gpus_per_node;
+    request.profile_dir = o.profile_dir;
+    request.dry_run = o.dry_run;
+    request.tool = "shardscape-cli 0.1.0 profile import-log";
+    const LogImportResult result = importTrainingLogs(request);
+
+    for (const auto& run : result.runs)
+        for (const auto& warning : run.warnings)
+            std::cerr << "warning: " << run.log << ": " << warning << '\n';
+    const ProfileCalibration& c = result.calibration;
+    const bool several = result.runs.size() >= 2;
+    TextTable steps;
+    for (const char* title : {"log", "format", "configuration", "steps used"})
+        steps.addColumn(title, TextTable::Align::Left);
+    for (const char* title : {"measured s", "before s", "error", "after s", "error"})
+        steps.addColumn(title, TextTable::Align::Right);
+    if (several) {
+        steps.addColumn("left out s", TextTable::Align::Right);
+        steps.addColumn("error", TextTable::Align::Right);
+    }
+    for (const auto& run : result.runs) {
+        std::vector<std::string> row {run.log,
+                                      run.format,
+                                      run.config,
+                                      cat(run.steps_used, " of ", run.steps_logged),
+                                      fixed(run.measured_step_s, 3),
+                                      fixed(run.predicted_step_s, 3),
+                                      percentOff(run.predicted_step_s, run.measured_step_s),
+                                      fixed(run.calibrated_step_s, 3),
+                                      percentOff(run.calibrated_step_s, run.measured_step_s)};
+        if (several) {
+            row.push_back(fixed(run.held_out_step_s, 3));
+            row.push_back(percentOff(run.held_out_step_s, run.measured_step_s));
+        }
+        steps.addRow(row);
+    }
+    std::cout << "Step time (steady state: the median of the later half of the logged steps)\n";
+    steps.print(std::cout);
+
+    bool anyPeak = false;
+    for (const auto& run : result.runs)
+        anyPeak = anyPeak || run.measured_peak_bytes > 0;
+    if (anyPeak) {
+        TextTable peaks;
+        peaks.addColumn("log", TextTable::Align::Left);
+        peaks.addColumn("measured", TextTable::Align::Left);
+        for (const char* title : {"measured GB", "before GB", "error", "after GB", "error"})
+            peaks.addColumn(title, TextTable::Align::Right);
+        if (several) {
+            peaks.addColumn("left out GB", TextTable::Align::Right);
+            peaks.addColumn("error", TextTable::Align::Right);
+        }
+        const auto gb = [](double bytes) { return fixed(bytes / units::kGB, 2); };
+        for (const auto& run : result.runs) {
+            if (run.measured_peak_bytes <= 0)
+                continue;
+            std::vector<std::string> row {run.log,
+                                          "max " + run.peak_kind,
+                                          gb(run.measured_peak_bytes),
+                                          gb(run.predicted_peak_bytes),
+                                          percentOff(run.predicted_peak_bytes, run.measured_peak_bytes),
+                                          gb(run.calibrated_peak_bytes),
+                                          percentOff(run.calibrated_peak_bytes, run.measured_peak_bytes)};
+            if (several) {
+                row.push_back(gb(run.held_out_peak_bytes));
+                row.push_back(percentOff(run.held_out_peak_bytes, run.measured_peak_bytes));
+            }
+            peaks.addRow(row);
+        }
+        std::cout << "\nPeak memory per GPU (the figure the log reports)\n";
+        peaks.print(std::cout);
+    }
+    std::cout << "\nCalibration: time x" << fixed(c.matmul_time_scale, 3) << " matmul, x"
+              << fixed(c.attention_time_scale, 3) << " attention, x" << fixed(c.memory_time_scale, 3)
+              << " memory-bound, x" << fixed(c.collective_time_scale, 3) << " communication"
+              << (c.kernel_floor_s > 0 ? cat(", kernels >= ", fixed(c.kernel_floor_s * 1e6, 1), " us") : std::string())
+              << "; peak " << (c.memory_offset_bytes >= 0 ? "+" : "") << fixed(c.memory_offset_bytes / units::kGB, 2)
+              << " GB\n";
+    for (const auto& note : result.notes)
+        std::cout << "note: " << note << '\n';
+    if (result.written)
+        std::cout << "saved " << result.file.string() << " (plan and simulate use it for this device)\n";
+    else
+        std::cout << "dry run: " << result.file.string() << " not written\n";
+    return kExitOk;
+}
+
 } // namespace
 
 void addProfileCommand(CLI::App& app, CommandAction& action)
 {
-    auto* cmd = app.add_subcommand("profile", "Show measured GPU profiles, import nccl-tests logs into one");
+    auto* cmd = app.add_subcommand("profile",
+                                   "Show measured GPU profiles, import nccl-tests logs, calibrate on training logs");
     cmd->require_subcommand(1);
 
     auto show = std::make_shared<ShowOptions>();
@@ -145,6 +272,32 @@ void addProfileCommand(CLI::App& app, CommandAction& action)
     importCmd->add_option("--device-name", import->device_name,
                           "the GPU as CUDA names it (default: from the logs' \"# Rank\" lines)");
     importCmd->callback([&action, import] { action = [import] { return runImport(*import); }; });
+
+    auto importLog = std::make_shared<ImportLogOptions>();
+    auto* logCmd = cmd->add_subcommand(
+        "import-log",
+        "Calibrate a profile on your own training runs: Megatron-LM, torchtitan or DeepSpeed logs with their job "
+        "configs; prints each run's step time and peak before and after, and with several runs each one predicted "
+        "by a fit on the others");
+    logCmd->add_option("logs", importLog->logs, "training logs")->required()->check(CLI::ExistingFile);
+    logCmd->add_option("--job", importLog->jobs,
+                       "the job config of each log, in order: torchtitan TOML, Megatron launch script or DeepSpeed "
+                       "JSON; '-' (or none at all) = the log's own Megatron argument dump");
+    logCmd->add_option("--model,-m", importLog->model,
+                       "preset name, HF config.json or native graph (default: the shape the job config gives)");
+    logCmd->add_option("--cluster,-c", importLog->cluster, "device preset or cluster .json the runs ran on")
+        ->required();
+    logCmd->add_option("--nodes", importLog->nodes, "nodes, where a config leaves the world size to the launcher")
+        ->check(CLI::Range(1, 100000));
+    logCmd
+        ->add_option("--gpus-per-node", importLog->gpus_per_node,
+                     "GPUs per node (default: the config's, else "
+                     "the cluster's)")
+        ->check(CLI::Range(1, 1024));
+    logCmd->add_option("--profile-dir", importLog->profile_dir,
+                       "directory holding profile.json (default: the device's profile under ~/.cache/shardscape)");
+    logCmd->add_flag("--dry-run", importLog->dry_run, "fit and report, write nothing");
+    logCmd->callback([&action, importLog] { action = [importLog] { return runImportLog(*importLog); }; });
 }
 
 } // namespace shardscape::cli

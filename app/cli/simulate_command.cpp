@@ -315,14 +315,25 @@ void printEvaluation(const Evaluation& e, const CostModel& model, const Simulate
     stages.addColumn("devices", TextTable::Align::Right);
     stages.addColumn("compute/mb ms", TextTable::Align::Right);
     stages.addColumn("in-flight", TextTable::Align::Right);
-    for (const char* title : {"weights", "grads", "optimizer", "activations", "transient", "reserve", "total"})
+    bool calibrated = false;
+    for (const StageReport& s : e.stages)
+        calibrated = calibrated || s.memory.calibrated != 0;
+    for (const char* title : {"weights", "grads", "optimizer", "activations", "transient", "reserve"})
         stages.addColumn(title, TextTable::Align::Right);
+    if (calibrated)
+        stages.addColumn("calibration", TextTable::Align::Right);
+    stages.addColumn("total", TextTable::Align::Right);
     for (std::size_t r = 0; r < e.stages.size(); ++r) {
         const StageReport& s = e.stages[r];
         const MemoryBreakdown& m = s.memory;
-        stages.addRow({cat(r), layerSpan(model, s), cat(s.devices), fixed(s.compute * 1e3, 2), cat(s.peak_inflight),
-                       gb(m.weights), gb(m.gradients), gb(m.optimizer), gb(m.activations), gb(m.transient),
-                       gb(m.reserve), gb(m.total())});
+        std::vector<std::string> row {
+            cat(r),        layerSpan(model, s), cat(s.devices),  fixed(s.compute * 1e3, 2), cat(s.peak_inflight),
+            gb(m.weights), gb(m.gradients),     gb(m.optimizer), gb(m.activations),         gb(m.transient),
+            gb(m.reserve)};
+        if (calibrated)
+            row.push_back(gb(m.calibrated));
+        row.push_back(gb(m.total()));
+        stages.addRow(row);
     }
     stages.print(std::cout);
 
@@ -482,6 +493,8 @@ int runSimulate(const SimulateOptions& given)
     ProfileRequest profileRequest;
     profileRequest.profile_dir = o.profile_dir;
     const CostSourceChoice costs = chooseCostSource(cluster, CostParams {}, profileRequest);
+    CostParams params;
+    params.calibrated_memory_bytes = costs.calibrated_memory_bytes;
     // Human output goes to stdout; when stdout carries JSON or a trace, the notes go to stderr.
     std::ostream& notes = o.json == "-" || o.trace == "-" ? std::cerr : std::cout;
     for (const auto& note : costs.profile.notes)
@@ -495,7 +508,7 @@ int runSimulate(const SimulateOptions& given)
     for (const auto* note : {&layerNote, &rolesNote})
         if (!note->empty())
             notes << *note << '\n';
-    const CostModel model(shared, cluster, CostParams {}, costs.source, std::move(layers));
+    const CostModel model(shared, cluster, params, costs.source, std::move(layers));
 
     ParallelConfig config;
     config.tp = o.tp;

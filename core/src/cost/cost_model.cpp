@@ -792,6 +792,8 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
         report.memory.transient = m_params.transient_mem_coef * largest + working
             + shardedDpWorkingBytes(framework, c, largestLayerParams, dtypeBytes(m_graph->dtype))
             + fixedBufferBytes(framework, c);
+        // A negative calibration never takes the peak below what the model itself holds.
+        report.memory.calibrated = std::max(m_params.calibrated_memory_bytes, -report.memory.allocated());
         addReserve(report.memory, framework, m_params, c);
         report.peak_inflight = inflight[static_cast<std::size_t>(r)];
     }
@@ -846,7 +848,8 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
         e.reason = cat("pipeline stage ", worst, " needs ", gb(mem.total()), " GB per GPU, over the ",
                        gb(e.memory_limit_bytes), " GB limit (weights ", gb(mem.weights), ", grads ", gb(mem.gradients),
                        ", optimizer ", gb(mem.optimizer), ", activations ", gb(mem.activations), ", transient ",
-                       gb(mem.transient), ", reserve ", gb(mem.reserve), " GB)");
+                       gb(mem.transient), ", reserve ", gb(mem.reserve),
+                       mem.calibrated != 0 ? cat(", calibration ", gb(mem.calibrated)) : std::string(), " GB)");
     }
 }
 

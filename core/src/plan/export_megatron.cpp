@@ -351,6 +351,11 @@ std::string exportMegatron(Context& context)
     else if (dtype != DType::F32)
         context.note(cat("the plan's dtype ", dtypeName(dtype), " has no Megatron flag here: written without one"));
     add(args, "--train-iters", "100");
+    // From core_v0.17 eval_interval defaults to None (megatron/training/config/training_config.py) and
+    // get_train_valid_test_num_samples (megatron/training/training.py) divides train_iters by it before the first
+    // step: without the flag the job stops with a TypeError (seen running this export on an H200,
+    // tests/data/training_logs/README.md). 1000 keeps evaluation out of a short run.
+    add(args, "--eval-interval", "1000");
     add(args, "--lr", "3.0e-4");
     add(args, "--mock-data");
     add(args, "--tokenizer-type", "NullTokenizer");

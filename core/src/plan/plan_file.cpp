@@ -197,10 +197,11 @@ json configJson(const ParallelConfig& c)
 
 json memoryJson(const MemoryBreakdown& m)
 {
-    return json {{"weights_gb", toGB(m.weights)},     {"gradients_gb", toGB(m.gradients)},
-                 {"optimizer_gb", toGB(m.optimizer)}, {"activations_gb", toGB(m.activations)},
-                 {"transient_gb", toGB(m.transient)}, {"reserve_gb", toGB(m.reserve)},
-                 {"runtime_gb", toGB(m.runtime)},     {"fragmentation_gb", toGB(m.fragmentation)}};
+    return json {{"weights_gb", toGB(m.weights)},      {"gradients_gb", toGB(m.gradients)},
+                 {"optimizer_gb", toGB(m.optimizer)},  {"activations_gb", toGB(m.activations)},
+                 {"transient_gb", toGB(m.transient)},  {"reserve_gb", toGB(m.reserve)},
+                 {"runtime_gb", toGB(m.runtime)},      {"fragmentation_gb", toGB(m.fragmentation)},
+                 {"calibrated_gb", toGB(m.calibrated)}};
 }
 
 /** [low, high]; in GB (bytes / 1e9, the division every other GB field uses) when `bytes`. */
@@ -433,6 +434,8 @@ MemoryBreakdown memoryFromJson(const json& doc, const std::string& origin, const
     // The parts of reserve, added later: absent in older plans.
     m.runtime = f.optNumber("runtime_gb", 0, kMaxValue).value_or(0) * units::kGB;
     m.fragmentation = f.optNumber("fragmentation_gb", 0, kMaxValue).value_or(0) * units::kGB;
+    // A measured profile's calibration (profile import-log; may be negative): absent in older plans.
+    m.calibrated = f.optNumber("calibrated_gb", -kMaxValue, kMaxValue).value_or(0) * units::kGB;
     f.checkNoUnknownKeys();
     return m;
 }

@@ -46,6 +46,7 @@ json stageJson(const StageReport& stage, const ParallelConfig& config, const Cos
                 {"reserve_gb", toGB(m.reserve)},
                 {"runtime_gb", toGB(m.runtime)},
                 {"fragmentation_gb", toGB(m.fragmentation)},
+                {"calibrated_gb", toGB(m.calibrated)},
                 {"allocated_gb", toGB(m.allocated())},
                 {"allocator_reserved_gb", toGB(m.allocatorReserved())}}}};
     // With one chunk per rank the chunk is the stage's layer range; listing it again would only add noise.

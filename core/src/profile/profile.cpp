@@ -134,6 +134,65 @@ void putIf(nlohmann::json& object, const char* key, const std::string& value)
         object[key] = value;
 }
 
+nlohmann::json calibrationJson(const ProfileCalibration& c)
+{
+    nlohmann::json runs = nlohmann::json::array();
+    for (const auto& r : c.runs) {
+        nlohmann::json row = {{"log", r.log},
+                              {"framework", r.framework},
+                              {"config", r.config},
+                              {"measured_step_s", r.measured_step_s},
+                              {"predicted_step_s", r.predicted_step_s},
+                              {"calibrated_step_s", r.calibrated_step_s}};
+        if (r.measured_peak_bytes > 0) {
+            row["measured_peak_bytes"] = number(r.measured_peak_bytes);
+            row["peak_kind"] = r.peak_kind;
+        }
+        runs.push_back(std::move(row));
+    }
+    return {{"matmul_time_scale", c.matmul_time_scale},
+            {"attention_time_scale", c.attention_time_scale},
+            {"memory_time_scale", c.memory_time_scale},
+            {"collective_time_scale", c.collective_time_scale},
+            {"kernel_floor_s", c.kernel_floor_s},
+            {"memory_offset_bytes", number(c.memory_offset_bytes)},
+            {"created_utc", c.created_utc},
+            {"runs", std::move(runs)}};
+}
+
+ProfileCalibration readCalibration(JsonFields& top, std::string_view origin)
+{
+    JsonFields f(top.object("calibration"), std::string(origin), "calibration");
+    ProfileCalibration c;
+    // A fitted scale outside [1/20, 20] is not a calibration but a different machine or a broken log.
+    const auto scale = [&](std::string_view key) { return f.number(key, kMinCalibrationScale, kMaxCalibrationScale); };
+    c.matmul_time_scale = scale("matmul_time_scale");
+    c.attention_time_scale = scale("attention_time_scale");
+    c.memory_time_scale = scale("memory_time_scale");
+    c.collective_time_scale = scale("collective_time_scale");
+    c.kernel_floor_s = f.optNumber("kernel_floor_s", 0, kMaxKernelFloorSeconds).value_or(0);
+    c.memory_offset_bytes = f.number("memory_offset_bytes", -kMaxCalibrationOffsetBytes, kMaxCalibrationOffsetBytes);
+    c.created_utc = f.string("created_utc");
+    c.runs = rows<CalibrationRun>(f, "runs", origin, [](JsonFields& r) {
+        CalibrationRun run;
+        run.log = r.string("log");
+        run.framework = r.string("framework");
+        run.config = r.string("config");
+        run.measured_step_s = positive(r, "measured_step_s");
+        run.predicted_step_s = positive(r, "predicted_step_s");
+        run.calibrated_step_s = positive(r, "calibrated_step_s");
+        run.measured_peak_bytes = optPositive(r, "measured_peak_bytes", true);
+        if (run.measured_peak_bytes > 0) {
+            run.peak_kind = r.string("peak_kind");
+            if (run.peak_kind != "reserved" && run.peak_kind != "allocated")
+                r.fail("peak_kind", cat("unknown kind '", run.peak_kind, "'"), "use reserved or allocated");
+        }
+        return run;
+    });
+    f.checkNoUnknownKeys();
+    return c;
+}
+
 nlohmann::json unvalidatedJson(const Profile& p)
 {
     nlohmann::json device = {{"name", p.device.name}};
@@ -176,10 +235,13 @@ nlohmann::json unvalidatedJson(const Profile& p)
         putIf(row, "source", r.source);
         collectives.push_back(std::move(row));
     }
-    return {
+    nlohmann::json doc = {
         {"format", kProfileFormat},        {"created_utc", p.created_utc},         {"tool", p.tool},
         {"device", std::move(device)},     {"matmul", std::move(matmul)},          {"attention", std::move(attention)},
         {"memory_ops", std::move(memory)}, {"collectives", std::move(collectives)}};
+    if (p.calibration)
+        doc["calibration"] = calibrationJson(*p.calibration);
+    return doc;
 }
 
 /** Everything after the format and checksum checks. */
@@ -245,6 +307,8 @@ Profile readFields(const nlohmann::json& doc, std::string_view origin)
         r.source = f.optString("source").value_or("");
         return r;
     });
+    if (top.has("calibration"))
+        p.calibration = readCalibration(top, origin);
     top.checkNoUnknownKeys();
     return p;
 }

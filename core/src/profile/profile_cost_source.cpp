@@ -294,8 +294,23 @@ CostSourceChoice chooseCostSource(const Cluster& cluster, const CostParams& para
     CostSourceChoice choice;
     choice.profile = findProfile(cluster.device, request);
     choice.source = makeDatasheetCostSource(cluster, params);
-    if (choice.profile.profile)
+    if (choice.profile.profile) {
         choice.source = makeProfileCostSource(choice.profile.profile, choice.source);
+        if (const auto& calibration = choice.profile.profile->calibration) {
+            choice.source = makeCalibratedCostSource(*calibration, choice.source);
+            choice.calibrated_memory_bytes = calibration->memory_offset_bytes;
+            choice.profile.notes.push_back(cat(
+                "calibrated on ", calibration->runs.size(), " training run", calibration->runs.size() == 1 ? "" : "s",
+                " (", calibration->created_utc, "): time x", fixed(calibration->matmul_time_scale, 2), " matmul, x",
+                fixed(calibration->attention_time_scale, 2), " attention, x", fixed(calibration->memory_time_scale, 2),
+                " memory-bound, x", fixed(calibration->collective_time_scale, 2), " communication",
+                calibration->kernel_floor_s > 0
+                    ? cat(", kernels >= ", fixed(calibration->kernel_floor_s * 1e6, 1), " us")
+                    : std::string(),
+                "; peak ", calibration->memory_offset_bytes >= 0 ? "+" : "",
+                fixed(calibration->memory_offset_bytes / 1e9, 2), " GB"));
+        }
+    }
     return choice;
 }
 

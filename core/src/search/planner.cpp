@@ -593,11 +593,12 @@ ProfileRequest profileRequestOf(const PlannerConfig& config)
     return request;
 }
 
-std::shared_ptr<const CostSource> plannerCostSource(const Cluster& cluster, const CostParams& params,
+std::shared_ptr<const CostSource> plannerCostSource(const Cluster& cluster, CostParams& params,
                                                     const PlannerConfig& config,
                                                     const std::function<void(std::string)>& log)
 {
     const CostSourceChoice choice = chooseCostSource(cluster, params, profileRequestOf(config));
+    params.calibrated_memory_bytes = choice.calibrated_memory_bytes;
     for (const auto& note : choice.profile.notes)
         log("profile: " + note);
     return choice.source;

@@ -64,6 +64,7 @@ torchrun --nnodes "$NNODES" --nproc-per-node "$GPUS_PER_NODE" --rdzv-backend c10
     --make-vocab-size-divisible-by 32 \
     --bf16 \
     --train-iters 100 \
+    --eval-interval 1000 \
     --lr 3.0e-4 \
     --mock-data \
     --tokenizer-type NullTokenizer \

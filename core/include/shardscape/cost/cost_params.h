@@ -51,6 +51,9 @@ struct CostParams
         forced on for bf16), FSDP2 (reduce_dtype float32) and Composer's default mixed precision reduce and keep them
         (was 2). */
     double grad_bytes = 4;
+    /** Tensor memory per device that the user's own runs showed beyond the model (may be negative): a measured
+        profile's calibration (`profile import-log`), 0 otherwise. MemoryBreakdown::calibrated. */
+    double calibrated_memory_bytes = 0;
 };
 
 } // namespace shardscape

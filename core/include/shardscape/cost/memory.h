@@ -16,10 +16,12 @@ struct MemoryBreakdown
     double reserve = 0;
     double runtime = 0; ///< part of reserve: never seen by torch.cuda.max_memory_reserved
     double fragmentation = 0; ///< part of reserve: max_memory_reserved - max_memory_allocated
+    /** What a calibration on the user's own runs adds (CostParams::calibrated_memory_bytes; may be negative). */
+    double calibrated = 0;
 
-    double total() const { return weights + gradients + optimizer + activations + transient + reserve; }
+    double total() const { return allocated() + reserve; }
     /** What torch.cuda.max_memory_allocated reports at the peak. */
-    double allocated() const { return weights + gradients + optimizer + activations + transient; }
+    double allocated() const { return weights + gradients + optimizer + activations + transient + calibrated; }
     /** What torch.cuda.max_memory_reserved (torchtitan's "max_reserved", Megatron's "max reserved") reports. */
     double allocatorReserved() const { return allocated() + fragmentation; }
 };

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,12 @@ inline constexpr std::string_view kProfileFormat = "shardscape.profile/1";
 inline constexpr std::string_view kProfileFileName = "profile.json";
 /** Largest profile file read, checked before reading: a real one holds a few thousand rows (well under 10 MB). */
 inline constexpr std::uintmax_t kMaxProfileBytes = 256ull * 1024 * 1024;
+
+/** Bounds of a fitted calibration (a scale outside them means another machine or a broken log, not a fit). */
+inline constexpr double kMinCalibrationScale = 0.05;
+inline constexpr double kMaxCalibrationScale = 20;
+inline constexpr double kMaxCalibrationOffsetBytes = 1e12;
+inline constexpr double kMaxKernelFloorSeconds = 1e-2;
 
 /** The measured GPU. Numbers are 0 and strings empty where the profile does not say (e.g. nccl-tests imports). */
 struct ProfileDevice
@@ -90,6 +97,39 @@ struct CollectiveRow
     std::string source; ///< "shardscape-profile", "nccl-tests:<file name>", ...
 };
 
+/** One training run a calibration was fitted on (`profile import-log`). */
+struct CalibrationRun
+{
+    std::string log; ///< the log's file name
+    std::string framework; ///< "megatron", "torchtitan" or "deepspeed": the log's format
+    std::string config; ///< the run's configuration, e.g. "tp1 pp1 dp1 mb2 m8 zero0 recompute=none"
+    double measured_step_s = 0; ///< the log's steady-state step time
+    double predicted_step_s = 0; ///< the prediction before the fit
+    double calibrated_step_s = 0; ///< after the fit
+    double measured_peak_bytes = 0; ///< 0 when the log has no memory line
+    std::string peak_kind; ///< "reserved" or "allocated" (what the log measured); empty without a peak
+};
+
+/**
+ * Factors fitted by `profile import-log` so that predictions reproduce the user's own training runs: each kind of
+ * kernel time is multiplied by its scale, and `memory_offset_bytes` (may be negative) is added to every predicted
+ * peak as tensor memory the model does not account for (FORMAT.md, "calibration").
+ */
+struct ProfileCalibration
+{
+    double matmul_time_scale = 1;
+    double attention_time_scale = 1;
+    double memory_time_scale = 1; ///< streaming kernels (norms, elementwise, optimizer step)
+    double collective_time_scale = 1; ///< collectives and point-to-point messages
+    /** Shortest time any compute kernel takes on the user's stack, seconds; 0 = the cost source's own. Eager
+        frameworks launch one kernel per op from Python: when kernels are shorter than the host takes to issue them,
+        the GPU waits for the host, which is what small models and micro-batches measure. */
+    double kernel_floor_s = 0;
+    double memory_offset_bytes = 0;
+    std::string created_utc;
+    std::vector<CalibrationRun> runs;
+};
+
 /** A measured profile of one device (one profile.json). Plain data; validated by load and save. */
 struct Profile
 {
@@ -100,6 +140,8 @@ struct Profile
     std::vector<AttentionRow> attention;
     std::vector<MemoryOpRow> memory_ops;
     std::vector<CollectiveRow> collectives;
+    /** Fitted on the user's own runs (`profile import-log`); absent = none. */
+    std::optional<ProfileCalibration> calibration;
 };
 
 /** The memory_ops op names, and the collective op names, in FORMAT.md order. */

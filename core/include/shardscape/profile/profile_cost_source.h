@@ -38,16 +38,26 @@ namespace shardscape {
 std::shared_ptr<const CostSource> makeProfileCostSource(std::shared_ptr<const Profile> profile,
                                                         std::shared_ptr<const CostSource> fallback);
 
+/**
+ * `inner` with matmul, attention, memory and collective (and p2p) times multiplied by the calibration's scales;
+ * name() adds ", calibrated on N runs". Immutable and thread-safe.
+ */
+std::shared_ptr<const CostSource> makeCalibratedCostSource(const ProfileCalibration& calibration,
+                                                           std::shared_ptr<const CostSource> inner);
+
 /** The cost source for a cluster, and what was decided on the way (for the log and the CLI). */
 struct CostSourceChoice
 {
     std::shared_ptr<const CostSource> source;
     ProfileChoice profile;
+    /** The profile's calibration memory term (CostParams::calibrated_memory_bytes); 0 without one. */
+    double calibrated_memory_bytes = 0;
 };
 
 /**
  * The datasheet source for `cluster`, wrapped in the measured profile findProfile() picks for its device when there
- * is a usable one. Never throws for profile contents (they are reported in `profile.notes`).
+ * is a usable one, and in its calibration when it has one (`calibrated_memory_bytes` is then the calibration's
+ * memory term). Never throws for profile contents (they are reported in `profile.notes`).
  */
 CostSourceChoice chooseCostSource(const Cluster& cluster, const CostParams& params, const ProfileRequest& request);
 

@@ -94,9 +94,10 @@ ProfileRequest profileRequestOf(const PlannerConfig& config);
 /**
  * The cost source the planner uses for `cluster`: the measured profile for its device (config.profile_dir, else the
  * per-device cache directory) over the datasheet; the decisions (corrupt or foreign profiles ignored, re_profile)
- * go to `log` one line each, prefixed "profile: ".
+ * go to `log` one line each, prefixed "profile: ". Sets `params.calibrated_memory_bytes` from the profile's
+ * calibration (0 without one).
  */
-std::shared_ptr<const CostSource> plannerCostSource(const Cluster& cluster, const CostParams& params,
+std::shared_ptr<const CostSource> plannerCostSource(const Cluster& cluster, CostParams& params,
                                                     const PlannerConfig& config,
                                                     const std::function<void(std::string)>& log);
 

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Megatron-DeepSpeed (microsoft/Megatron-DeepSpeed, snapshot "Megatron-DeepSpeed-llama-20230815"), DeepSpeed 0.9.5,
+# LLaMA-style 1.3B model (TOTAL_PARAMS=1345523712 in the log) on 1 node x 8 GPUs, tp2 pp2 dp2, fp16, ZeRO stage 0.
+# The torchrun line below is copied verbatim from the bash -x trace printed at the top of megatron-deepspeed-llama1.3b-a800x8-tp2pp2dp2.log
+# (the author ran: bash examples_deepspeed/pretrain_llama_distributed.sh). Nothing was added or changed.
+# --deepspeed_config refers to ./tmp/deepspeed.json, whose content is megatron-deepspeed-llama1.3b-a800x8-tp2pp2dp2.json (printed by DeepSpeed in the log).
+# Source: https://github.com/liguodongiot/llm-action/blob/3c6d1c7249787fd3d00b8d7a0f0bc5dc20ac57dd/llm-train/megatron-deepspeed/microsoft/llama-note.md
+set -euo pipefail
+
+torchrun --nproc_per_node 8 --nnodes 1 --node_rank 0 --master_addr localhost --master_port 6000 pretrain_gpt.py --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --num-layers 24 --hidden-size 2048 --ffn-hidden-size 5504 --num-attention-heads 16 --micro-batch-size 4 --global-batch-size 32 --seq-length 2048 --max-position-embeddings 2048 --train-iters 2500 --save ./tmp --load ./tmp --data-path 1 /workspace/data/gpt2-data/my-gpt2_text_document 2 /workspace/data/gpt2-data/my-gpt2-1_text_document --data-impl mmap --tokenizer-type GPTSentencePieceTokenizer --tokenizer-model /workspace/model/llama-tokenizer/tokenizer.model --split 900,50,50 --distributed-backend nccl --lr 3e-4 --lr-decay-style cosine --min-lr 3e-5 --weight-decay 0.1 --clip-grad 1 --lr-warmup-iters 2000 --optimizer adam --adam-beta1 0.9 --adam-beta2 0.95 --log-interval 1 --save-interval 10000 --eval-interval 1000 --eval-iters 10 --fp16 --no-query-key-layer-scaling --attention-dropout 0 --hidden-dropout 0 --use-rotary-position-embeddings --untie-embeddings-and-output-weights --swiglu --normalization rmsnorm --disable-bias-linear --deepspeed-activation-checkpointing --zero-stage=0 --deepspeed_config=./tmp/deepspeed.json --deepspeed
