@@ -24,6 +24,7 @@
 #include <QLogValueAxis>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QScatterSeries>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -253,6 +254,36 @@ private slots:
         QVERIFY(!panel.importLogs({QStringLiteral(SHARDSCAPE_SOURCE_DIR "/resources/models/gpt2.json")}));
         QCOMPARE(problems.count(), 1);
         QVERIFY(problems.front().at(1).toString().contains(QStringLiteral("gpt2.json")));
+    }
+
+    void importTrainingLogsCalibratesTheProfile()
+    {
+        // A real Megatron-LM log of an exported plan run on an H200, its launch script beside it.
+        const QString log
+            = QStringLiteral(SHARDSCAPE_SOURCE_DIR "/tests/data/training_logs/h200-megatron/a-mb2-s2k.log");
+        QTemporaryDir dir;
+        ProfilePanel panel;
+        panel.setCluster(QStringLiteral("h200"), 1, 1);
+        panel.setProfileDir(dir.path());
+        QSignalSpy changed(&panel, &ProfilePanel::profileChanged);
+        QVERIFY(panel.importTrainingLogs({log}));
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(panel.state(), ProfileState::Valid);
+        const Profile saved = loadProfile(dir.filePath(QStringLiteral("profile.json")).toStdString());
+        QVERIFY(saved.calibration.has_value());
+        const CalibrationRun& run = saved.calibration->runs.at(0);
+        QVERIFY(std::fabs(run.calibrated_step_s / run.measured_step_s - 1) < 0.03);
+        QVERIFY2(panel.logText().contains(QStringLiteral("a-mb2-s2k.log (megatron")), qPrintable(panel.logText()));
+        QVERIFY(panel.logText().contains(QStringLiteral("calibration: time x")));
+        QVERIFY(panel.importTrainingLogsButton()->toolTip().contains(QStringLiteral("job config")));
+
+        // Not a training log: refused with its name, the profile untouched.
+        QSignalSpy problems(&panel, &ProfilePanel::problemReported);
+        QVERIFY(!panel.importTrainingLogs({QStringLiteral(SHARDSCAPE_SOURCE_DIR "/resources/models/gpt2.json")}));
+        QCOMPARE(problems.count(), 1);
+        QVERIFY(problems.front().at(1).toString().contains(QStringLiteral("gpt2.json")));
+        QCOMPARE(loadProfile(dir.filePath(QStringLiteral("profile.json")).toStdString()).calibration->runs.size(),
+                 std::size_t {1});
     }
 
     void profilerWithoutDeviceReportsIt()

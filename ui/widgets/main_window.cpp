@@ -193,6 +193,7 @@ void MainWindow::createPanels()
     });
 
     connect(m_modelPanel, &ModelPanel::modelSpecChanged, this, [this] {
+        m_profilePanel->setModelSpec(m_modelPanel->modelSpec());
         loadModelOverview();
         statusBar()->showMessage(tr("Model changed: press Plan (Ctrl+R)"), 5000);
     });
@@ -558,6 +559,7 @@ void MainWindow::updateProfileCluster()
     PlanRequest request;
     m_clusterPanel->applyTo(request);
     m_profilePanel->setCluster(QString::fromStdString(request.cluster_spec), request.nodes, request.gpus_per_node);
+    m_profilePanel->setModelSpec(m_modelPanel->modelSpec());
 }
 
 void MainWindow::openModelFile(const QString& path)

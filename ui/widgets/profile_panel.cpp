@@ -10,8 +10,10 @@
 #include "shardscape/cost/cost_source.h"
 #include "shardscape/profile/profile_import.h"
 #include "shardscape/profile/profile_summary.h"
+#include "shardscape/search/log_calibration.h"
 #include "shardscape/support/error.h"
 
+#include <QApplication>
 #include <QCheckBox>
 #include <QDir>
 #include <QFileDialog>
@@ -126,6 +128,18 @@ void ProfilePanel::createWidgets()
         if (!files.isEmpty())
             importLogs(files);
     });
+    m_importTraining = new QPushButton(tr("Import Training Logs…"));
+    m_importTraining->setToolTip(
+        tr("Calibrate the profile on your own runs: Megatron-LM, torchtitan or DeepSpeed training logs, each with "
+           "its job config beside it under the same name (.sh, .toml, .json; a Megatron log's own argument dump "
+           "otherwise). The Log tab shows each run's step time before and after, and left out of the fit"));
+    connect(m_importTraining, &QPushButton::clicked, this, [this] {
+        const QStringList files = QFileDialog::getOpenFileNames(this, tr("Import Training Logs"), QString(),
+                                                                tr("Training logs (*.log *.txt *.out);;"
+                                                                   "All files (*)"));
+        if (!files.isEmpty())
+            importTrainingLogs(files);
+    });
     m_run = new QPushButton(tr("Run Profiler…"));
     m_run->setToolTip(tr("Measure this machine's GPU with shardscape-profile (a separate process) into the "
                          "profile's directory"));
@@ -156,6 +170,7 @@ void ProfilePanel::createWidgets()
     actions->addWidget(m_useProfile);
     actions->addStretch(1);
     actions->addWidget(m_import);
+    actions->addWidget(m_importTraining);
     auto* runRow = new QHBoxLayout;
     runRow->addWidget(m_run);
     runRow->addWidget(m_quick);
@@ -190,6 +205,7 @@ void ProfilePanel::createWidgets()
 
 void ProfilePanel::setCluster(const QString& spec, int nodes, int gpusPerNode)
 {
+    m_clusterSpec = spec;
     try {
         m_cluster = loadCluster(spec.toStdString(), nodes, gpusPerNode);
         m_clusterError.clear();
@@ -445,6 +461,89 @@ bool ProfilePanel::importLogs(const QStringList& files)
         return true;
     } catch (const InputError& error) {
         report(tr("Cannot Import the nccl-tests Logs"), text(error.message()));
+    }
+    return false;
+}
+
+bool ProfilePanel::importTrainingLogs(const QStringList& files)
+{
+    LogImportRequest request;
+    bool describedByConfig = true;
+    for (const QString& file : files) {
+        LogRunSpec run;
+        run.log = file.toStdString();
+        const QFileInfo info(file);
+        for (const char* extension : {"sh", "toml", "json"}) {
+            const QString config = info.dir().filePath(info.completeBaseName() + QLatin1Char('.') + extension);
+            if (QFileInfo::exists(config)) {
+                run.job_config = config.toStdString();
+                // Megatron scripts carry the model's shape; TOML and DeepSpeed JSON name it or leave it out.
+                describedByConfig = describedByConfig && QLatin1String(extension) == QLatin1String("sh");
+                break;
+            }
+        }
+        request.runs.push_back(std::move(run));
+    }
+    if (!describedByConfig)
+        request.model = m_modelSpec.toStdString();
+    request.cluster = m_clusterSpec.toStdString();
+    request.profile_dir = targetDir().toStdString();
+    request.tool = "shardscape " SHARDSCAPE_VERSION " import-log";
+    try {
+        QApplication::setOverrideCursor(Qt::WaitCursor);
+        const LogImportResult result = shardscape::importTrainingLogs(request);
+        QApplication::restoreOverrideCursor();
+        const auto percent = [](double predicted, double measured) {
+            return predicted > 0 && measured > 0
+                ? QStringLiteral("%1%").arg(100 * (predicted / measured - 1), 0, 'f', 1)
+                : QStringLiteral("-");
+        };
+        for (const auto& run : result.runs) {
+            appendLog(tr("%1 (%2, %3): measured %4 s per step (%5 of %6 logged steps); predicted %7 s (%8) -> "
+                         "calibrated %9 s (%10)%11")
+                          .arg(text(run.log), text(run.format), text(run.config))
+                          .arg(run.measured_step_s, 0, 'f', 3)
+                          .arg(run.steps_used)
+                          .arg(run.steps_logged)
+                          .arg(run.predicted_step_s, 0, 'f', 3)
+                          .arg(percent(run.predicted_step_s, run.measured_step_s))
+                          .arg(run.calibrated_step_s, 0, 'f', 3)
+                          .arg(percent(run.calibrated_step_s, run.measured_step_s))
+                          .arg(run.held_out_step_s > 0 ? tr("; left out of the fit %1 s (%2)")
+                                                             .arg(run.held_out_step_s, 0, 'f', 3)
+                                                             .arg(percent(run.held_out_step_s, run.measured_step_s))
+                                                       : QString()));
+            if (run.measured_peak_bytes > 0)
+                appendLog(tr("  peak (max %1): measured %2 GB, predicted %3 GB (%4) -> calibrated %5 GB (%6)")
+                              .arg(text(run.peak_kind))
+                              .arg(run.measured_peak_bytes / 1e9, 0, 'f', 2)
+                              .arg(run.predicted_peak_bytes / 1e9, 0, 'f', 2)
+                              .arg(percent(run.predicted_peak_bytes, run.measured_peak_bytes))
+                              .arg(run.calibrated_peak_bytes / 1e9, 0, 'f', 2)
+                              .arg(percent(run.calibrated_peak_bytes, run.measured_peak_bytes)));
+            for (const auto& warning : run.warnings)
+                appendLog(tr("  warning: %1").arg(text(warning)));
+        }
+        const ProfileCalibration& c = result.calibration;
+        appendLog(tr("calibration: time x%1 matmul, x%2 attention, x%3 memory-bound, x%4 communication; peak %5 GB")
+                      .arg(c.matmul_time_scale, 0, 'f', 3)
+                      .arg(c.attention_time_scale, 0, 'f', 3)
+                      .arg(c.memory_time_scale, 0, 'f', 3)
+                      .arg(c.collective_time_scale, 0, 'f', 3)
+                      .arg(c.memory_offset_bytes / 1e9, 0, 'f', 2));
+        for (const auto& note : result.notes)
+            appendLog(tr("note: %1").arg(text(note)));
+        appendLog(tr("saved %1").arg(nativePath(result.file)));
+        m_tabs->setCurrentWidget(m_log);
+        if (m_explicitDir.isEmpty() && m_choice.file.empty())
+            m_explicitDir = nativePath(result.file.parent_path());
+        reload(false);
+        if (usesProfile())
+            emit profileChanged();
+        return true;
+    } catch (const InputError& error) {
+        QApplication::restoreOverrideCursor();
+        report(tr("Cannot Import the Training Logs"), text(error.message()));
     }
     return false;
 }

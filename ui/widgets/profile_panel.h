@@ -52,6 +52,16 @@ public:
     QString profileDir() const { return m_explicitDir; }
     /** Imports nccl-tests logs into the profile (atomically); false after reporting the problem. */
     bool importLogs(const QStringList& files);
+    /** The model of the job configs that do not describe it (torchtitan TOML, DeepSpeed JSON). */
+    void setModelSpec(const QString& spec) { m_modelSpec = spec; }
+    /**
+     * Calibrates the profile on training logs (Megatron-LM, torchtitan, DeepSpeed) as `profile import-log` does:
+     * each log's job config is the file beside it with the same name (.sh, .toml or .json), else the log's own
+     * Megatron argument dump. The table of before / after / left-out errors goes to the Log tab; a message box says
+     * what failed. Returns whether the profile was written.
+     */
+    bool importTrainingLogs(const QStringList& files);
+    QPushButton* importTrainingLogsButton() const { return m_importTraining; }
     /** Starts shardscape-profile for the profile's directory; false after reporting the problem. */
     bool runProfiler();
     void cancelProfiler();
@@ -118,6 +128,9 @@ private:
     QToolButton* m_choose = nullptr;
     QCheckBox* m_useProfile = nullptr;
     QPushButton* m_import = nullptr;
+    QPushButton* m_importTraining = nullptr;
+    QString m_clusterSpec;
+    QString m_modelSpec;
     QPushButton* m_run = nullptr;
     QCheckBox* m_quick = nullptr;
     QProgressBar* m_progress = nullptr;
