@@ -189,15 +189,25 @@ ProfileCalibration fit(const std::vector<const PreparedRun*>& runs, const std::s
         if (!accepted)
             break;
     }
+    // The offset is tensor memory, so a reserved peak grows by it times the allocator's slack (reserved /
+    // allocated): measure that slope once and divide the median gap by it.
     std::vector<double> gaps;
-    for (const PreparedRun* run : runs)
-        if (run->report.measured_peak_bytes > 0)
-            gaps.push_back(run->report.measured_peak_bytes - predict(*run, base, fromLogScales(x, 0)).peak_bytes);
+    double slope = 0;
+    constexpr double kProbe = 1e9;
+    for (const PreparedRun* run : runs) {
+        if (run->report.measured_peak_bytes <= 0)
+            continue;
+        const double at0 = predict(*run, base, fromLogScales(x, 0)).peak_bytes;
+        gaps.push_back(run->report.measured_peak_bytes - at0);
+        slope += (predict(*run, base, fromLogScales(x, kProbe)).peak_bytes - at0) / kProbe;
+    }
     double offset = 0;
     if (!gaps.empty()) {
         std::sort(gaps.begin(), gaps.end());
         const std::size_t n = gaps.size();
-        offset = std::round(n % 2 ? gaps[n / 2] : (gaps[n / 2 - 1] + gaps[n / 2]) / 2);
+        slope /= static_cast<double>(n);
+        const double gap = n % 2 ? gaps[n / 2] : (gaps[n / 2 - 1] + gaps[n / 2]) / 2;
+        offset = std::round(gap / std::max(slope, 1e-3));
         offset = std::clamp(offset, -kMaxCalibrationOffsetBytes, kMaxCalibrationOffsetBytes);
     }
     return fromLogScales(x, offset);
@@ -374,6 +384,11 @@ LogImportResult importTrainingLogs(const LogImportRequest& request)
         }
     }
 
+    if (runs.size() < 3)
+        result.notes.push_back(cat(runs.size(), runs.size() == 1 ? " run does" : " runs do",
+                                   " not tell the kinds of kernel apart: the error is spread over them by their share "
+                                   "of the step; import runs that differ in sequence length, micro-batch or "
+                                   "parallelism to separate them"));
     // Which scales the runs determined: a kind whose time share is nil in every run stays at 1.
     for (int k = 0; k < kScales; ++k) {
         std::array<double, kScales> shifted {};
