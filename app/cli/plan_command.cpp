@@ -205,7 +205,7 @@ void printCandidates(const std::vector<Evaluation>& top, const CostModel& model)
                       siCount(e.tokens_per_s, 1),
                       fixed(e.tflops_per_gpu, 1),
                       fixed(100 * e.mfu, 1) + "%",
-                      fixed(e.bubble_ratio, 3),
+                      fixed(100 * e.bubble_ratio, 1) + "%",
                       fixed(e.peakMemory() / units::kGB, 1),
                       oomRiskText(e)});
     }

@@ -300,7 +300,7 @@ void TestSim::bubbleGPipeAnd1F1B()
     QFETCH(int, m);
     // F = 1.5 s, B = 1.25 + 0.75 s (fused): the bubble ratio does not depend on F/B for uniform stages
     const auto result = simulatePipeline(uniformSpec(kind, pp, 1, m, 1.5, 1.25, 0.75));
-    COMPARE_NEAR(result.bubble_ratio, double(pp - 1) / m);
+    COMPARE_NEAR(result.bubble_ratio, double(pp - 1) / (m + pp - 1)); // the idle share of the step
     COMPARE_NEAR(result.pipeline_time, (m + pp - 1) * 3.5);
     for (double busy : result.busy)
         COMPARE_NEAR(busy, m * 3.5);
@@ -331,7 +331,7 @@ void TestSim::bubbleInterleaved()
     QFETCH(int, vpp);
     QFETCH(int, m);
     const auto result = simulatePipeline(uniformSpec(ScheduleKind::Interleaved1F1B, pp, vpp, m, 1.0, 1.0, 1.0));
-    COMPARE_NEAR(result.bubble_ratio, double(pp - 1) / (vpp * m));
+    COMPARE_NEAR(result.bubble_ratio, double(pp - 1) / (vpp * m + pp - 1));
     COMPARE_NEAR(result.pipeline_time, (vpp * m + pp - 1) * 3.0);
 }
 
@@ -351,7 +351,7 @@ void TestSim::bubbleZeroBubbleH1()
     QFETCH(int, m);
     const double t = 0.5; // F = B = W
     const auto result = simulatePipeline(uniformSpec(ScheduleKind::ZeroBubbleH1, pp, 1, m, t, t, t));
-    COMPARE_NEAR(result.bubble_ratio, double(pp - 1) / (3.0 * m));
+    COMPARE_NEAR(result.bubble_ratio, double(pp - 1) / (3.0 * m + pp - 1));
     COMPARE_NEAR(result.pipeline_time, (3 * m + pp - 1) * t);
     // activations stay until W: every rank peaks at p stashed micro-batches (1F1B: p - r)
     for (int r = 0; r < pp; ++r)
@@ -449,7 +449,7 @@ void TestSim::nonUniformByHand()
     //   r0: F0 [0, 1]  F1 [1, 2]
     //   r1: F0 [1, 4]  B0 [4, 8]  F1 [8, 11]  B1 [11, 15]
     //   r0: B0 [8, 10] (waits for r1's B0)  B1 [15, 17]
-    // pipeline = 17; busy r0 = 6, r1 = 14; bubble = ((17-6)/6 + (17-14)/14) / 2 = 43/42.
+    // pipeline = 17; busy r0 = 6, r1 = 14; bubble = the busiest rank's wait over the step = (17 - 14) / 17.
     // Memory (activations 10 and 100 bytes, static 1000 and 2000, transient 5):
     //   r0 stashes F0 and F1 before B0: peak 1000 + 5 + 20; r1 never holds more than one: 2000 + 5 + 100.
     //   r1's curve: 2005 at 0, 2105 from 1, back to 2005 at 8 but F1 re-stashes at 8, so 2105 runs on to 15.
@@ -474,7 +474,7 @@ void TestSim::nonUniformByHand()
     COMPARE_NEAR(result.step_time, 17.0);
     COMPARE_NEAR(result.busy[0], 6.0);
     COMPARE_NEAR(result.busy[1], 14.0);
-    COMPARE_NEAR(result.bubble_ratio, 43.0 / 42.0);
+    COMPARE_NEAR(result.bubble_ratio, 3.0 / 17.0);
     QCOMPARE(result.peak_inflight, (std::vector<int> {2, 1}));
     COMPARE_NEAR(result.peak_memory[0], 1025.0);
     COMPARE_NEAR(result.peak_memory[1], 2105.0);
@@ -528,7 +528,7 @@ void TestSim::sendsDelayTimeline()
     const auto result = simulatePipeline(spec);
     COMPARE_NEAR(result.pipeline_time, 6.75);
     COMPARE_NEAR(result.step_time, 6.75);
-    COMPARE_NEAR(result.bubble_ratio, (6.75 - 3.0) / 3.0);
+    COMPARE_NEAR(result.bubble_ratio, (6.75 - 3.0) / 6.75);
 
     const auto* sendForward = findEvent(result, EventKind::SendForward, 0, 0, 0);
     QVERIFY(sendForward);
@@ -811,7 +811,8 @@ void TestSim::gradSyncAndOptimizer()
     const auto result = simulatePipeline(spec);
     COMPARE_NEAR(result.pipeline_time, 9.0);
     COMPARE_NEAR(result.step_time, stepTime);
-    COMPARE_NEAR(result.bubble_ratio, 0.5); // (p - 1) / m: communication does not count as compute
+    // 3 s of the pipeline's 9 wait ((p - 1) / (m + p - 1): communication does not count as compute), over the step
+    COMPARE_NEAR(result.bubble_ratio, 3.0 / stepTime);
 
     const auto* sync0 = findEvent(result, EventKind::GradSync, 0, 0, -1);
     QVERIFY(sync0);

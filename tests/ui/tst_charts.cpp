@@ -242,7 +242,7 @@ private Q_SLOTS:
     {
         // Axis labels are the ticks printed with the label format: six ticks over [0, top] must print six
         // different strings, on a flat 0-1% curve as on a steep one.
-        for (const double ratio : {0.002, 0.03, 0.3, 3.0}) {
+        for (const double ratio : {0.002, 0.03, 0.3, 0.9}) { // a share of the step: below 1
             BubbleChart bubble;
             bubble.setCurve({{4, ratio}, {8, ratio / 2}}, 8);
             const auto axes = bubble.chart()->axes(Qt::Vertical);
@@ -275,8 +275,13 @@ private Q_SLOTS:
             QCOMPARE(curve[i].x(), static_cast<double>(points[static_cast<std::size_t>(i)].first));
             QVERIFY(near(curve[i].y(), points[static_cast<std::size_t>(i)].second * 100));
         }
-        // More micro-batches, smaller bubble.
+        // More micro-batches, smaller bubble; a share of the step, so never past 100% and the axis says so.
         QVERIFY(curve.front().y() > curve.back().y());
+        for (const QPointF& point : curve)
+            QVERIFY(point.y() > 0 && point.y() < 100);
+        QVERIFY(chart.valueAxis()->max() <= 100);
+        QVERIFY2(chart.valueAxis()->titleText().contains(QStringLiteral("share of the step")),
+                 qPrintable(chart.valueAxis()->titleText()));
         QCOMPARE(chart.currentSeries()->count(), 1);
         QCOMPARE(chart.currentSeries()->at(0).x(), 8.0);
 

@@ -42,7 +42,7 @@ BubbleChart::BubbleChart(QWidget* parent)
         s->attachAxis(m_axisY);
     }
     styleAxis(m_axisX, tr("micro-batches per step (log scale)"), tr("micro-batches"));
-    styleAxis(m_axisY, tr("pipeline bubble (% of busy time)"), tr("bubble (%)"));
+    styleAxis(m_axisY, tr("pipeline bubble: idle share of the step (%)"), tr("bubble (% of step)"));
     m_axisY->setLabelFormat(QStringLiteral("%.0f"));
     connect(m_curve, &QLineSeries::hovered, this, [this](const QPointF& p, bool state) {
         showToolTip(state ? tr("%1 micro-batches: bubble %2%").arg(std::lround(p.x())).arg(p.y(), 0, 'f', 1)
@@ -90,15 +90,13 @@ void BubbleChart::setCurve(const std::vector<std::pair<int, double>>& points, in
     const double hi = std::exp2(std::ceil(std::log2(sorted.back().first)));
     m_axisX->setRange(lo, hi > lo ? hi : lo * 2);
     // A 1-2-5 top with five steps, and as many decimals as the step needs: a flat 0-1% curve must not read
-    // "0 0 0 1 1 1" (one decimal below a top of 5).
+    // "0 0 0 1 1 1" (one decimal below a top of 5). The bubble is a share of the step: never over 100%.
     double top = 1;
     for (const double candidate : {1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0}) {
         top = candidate;
         if (maxY * 1.1 <= candidate)
             break;
     }
-    if (maxY * 1.1 > top) // bubbles over 100% (GPipe with few micro-batches): whole hundreds
-        top = std::ceil(maxY * 1.1 / 100) * 100;
     m_axisY->setRange(0, top);
     m_axisY->setTickCount(6);
     m_axisY->setLabelFormat(top < 5 ? QStringLiteral("%.1f") : QStringLiteral("%.0f"));

@@ -34,6 +34,8 @@ public:
     QLineSeries* curveSeries() const { return m_curve; }
     /** The current micro-batch count's point (one point, or none when it is not among the points). */
     QScatterSeries* currentSeries() const { return m_current; }
+    /** The bubble axis: the idle share of the step, 0-100%. */
+    QValueAxis* valueAxis() const { return m_axisY; }
 
 private:
     QLineSeries* m_curve = nullptr;

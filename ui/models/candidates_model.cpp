@@ -146,7 +146,8 @@ QVariant CandidatesModel::headerData(int section, Qt::Orientation orientation, i
         case HfuColumn:
             return tr("Hardware FLOPs utilisation: MFU with recomputation counted");
         case BubbleColumn:
-            return tr("Pipeline bubble: idle / busy compute time inside the pipeline");
+            return tr("Pipeline bubble: the share of the step the busiest pipeline rank waits inside the pipeline "
+                      "((p-1)/(m+p-1) for 1F1B and GPipe, (p-1)/(vm+p-1) interleaved)");
         case PeakMemoryColumn:
             return tr("Largest per-GPU peak over the pipeline stages, GB (1e9 bytes)");
         case OomRiskColumn:
@@ -246,7 +247,7 @@ QVariant CandidatesModel::display(const Evaluation& e, int row, int column) cons
     case HfuColumn:
         return measured(e) ? format::percent(e.hfu) : none;
     case BubbleColumn:
-        return measured(e) ? QLocale::c().toString(e.bubble_ratio, 'f', 3) : none;
+        return measured(e) ? format::percent(e.bubble_ratio) : none;
     case PeakMemoryColumn:
         return e.stages.empty() ? none : format::gigabytes(e.peakMemory());
     case OomRiskColumn:

@@ -455,8 +455,8 @@ void WhatIfPanel::updateTable()
         b && !a.stages.empty() && !b->stages.empty() && a.oom_risk != b->oom_risk
             ? colored(risk(b), b->oom_risk < a.oom_risk)
             : QString());
-    set(BubbleRow, measuredText(&a, [](const Evaluation& e) { return QLocale::c().toString(e.bubble_ratio, 'f', 3); }),
-        measuredText(b, [](const Evaluation& e) { return QLocale::c().toString(e.bubble_ratio, 'f', 3); }), QString());
+    set(BubbleRow, measuredText(&a, [](const Evaluation& e) { return format::percent(e.bubble_ratio); }),
+        measuredText(b, [](const Evaluation& e) { return format::percent(e.bubble_ratio); }), QString());
     set(GpusRow, QString::number(a.config.worldSize()), b ? QString::number(b->config.worldSize()) : QString(),
         b && b->config.worldSize() != m_clusterGpus ? tr("cluster: %1").arg(m_clusterGpus) : QString());
     set(BatchRow, QString::number(a.config.globalBatch()), b ? QString::number(b->config.globalBatch()) : QString(),

@@ -832,6 +832,7 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
     e.time.compute = busy[static_cast<std::size_t>(busiest)] - e.time.tp_comm - e.time.other_comm - e.time.recompute
         - e.time.sharded_dp;
     e.time.pp_bubble = std::max(0.0, pipelineTime - busy[static_cast<std::size_t>(busiest)]);
+    e.bubble_ratio = e.step_time > 0 ? e.time.pp_bubble / e.step_time : 0;
     e.time.optimizer = a.spec.optimizer_step;
     e.time.dp_exposed = std::max(0.0, stepTime - pipelineTime - a.spec.optimizer_step);
 
@@ -867,7 +868,6 @@ Evaluation CostModel::evaluate(const ParallelConfig& c, const Workload& w, const
     a->spec.record_events = options.record_timeline;
     auto sim = std::make_shared<SimulationResult>(simulatePipeline(a->spec, stop));
     e.simulation = sim;
-    e.bubble_ratio = sim->bubble_ratio;
     std::vector<double> stash(static_cast<std::size_t>(c.pp), 0.0);
     for (int r = 0; r < c.pp; ++r) {
         double fixedBytes = 0;
@@ -1001,10 +1001,6 @@ Evaluation CostModel::estimate(const ParallelConfig& c, const Workload& w, bool 
         break;
     }
     const double stepTime = pipelineTime + std::max(0.0, maxSync) + a->spec.optimizer_step;
-    double busyMean = 0;
-    for (const double b : busy)
-        busyMean += b > 0 ? (pipelineTime - b) / b : 0;
-    e.bubble_ratio = busyMean / p;
     finish(e, *a, stash, inflight, stepTime, pipelineTime, busy);
     applyUncertainty(e, m_graph->seq_len, w.min_memory_headroom_bytes);
     return e;

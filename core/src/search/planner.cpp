@@ -134,22 +134,29 @@ int inflightOf(ScheduleKind schedule, int stage, int stages, int microbatches)
     return std::min(microbatches, stages - stage);
 }
 
+/** The bubble (Evaluation::bubble_ratio: the pipeline's idle share of the step) of uniform stages, from the idle /
+    busy ratio r of the schedule: r / (1 + r); (p-1)/(m+p-1) for 1F1B and GPipe, as AutoDist bounds it. */
 double closedFormBubble(const ParallelConfig& c)
 {
-    const double bubble = static_cast<double>(c.pp - 1) / (static_cast<double>(c.vpp) * c.num_microbatches);
+    const double idleOverBusy = static_cast<double>(c.pp - 1) / (static_cast<double>(c.vpp) * c.num_microbatches);
+    double r = idleOverBusy;
     // With F = B = W: ZB-H1 and ZB-V idle for one F per stage, DualPipeV for two (tst_sim's closed forms).
     switch (c.schedule) {
     case ScheduleKind::ZeroBubbleH1:
     case ScheduleKind::ZeroBubbleV:
-        return bubble / 3;
+        r = idleOverBusy / 3;
+        break;
     case ScheduleKind::DualPipeV:
-        return bubble * 2 / 3;
+        r = idleOverBusy * 2 / 3;
+        break;
     case ScheduleKind::DualPipe:
         // (p / 2 - 1) x 2F idle over a busy time of 3F per micro-batch (tst_sim's closed form).
-        return static_cast<double>(c.pp - 2) / (3.0 * c.num_microbatches);
+        r = static_cast<double>(c.pp - 2) / (3.0 * c.num_microbatches);
+        break;
     default:
-        return bubble;
+        break;
     }
+    return r / (1 + r);
 }
 
 struct Context

@@ -386,18 +386,13 @@ private:
         if (!complete)
             m_result.step_time = std::max(m_result.step_time, pipelineTime);
 
-        // Ranks without compute (all-zero costs) have no meaningful idle ratio and are left out of the mean.
-        double ratioSum = 0;
-        int counted = 0;
+        double busiest = 0;
         for (std::size_t r = 0; r < m_result.busy.size(); ++r) {
-            const double busy = m_result.busy[r];
+            busiest = std::max(busiest, m_result.busy[r]);
             m_result.peak_memory[r] = m_staticBytes[r] + m_peakStashBytes[r];
-            if (busy > 0) {
-                ratioSum += (pipelineTime - busy) / busy;
-                ++counted;
-            }
         }
-        m_result.bubble_ratio = counted > 0 ? ratioSum / counted : 0.0;
+        // The busiest rank's wait inside the pipeline, as a share of the step (the time breakdown's pp_bubble).
+        m_result.bubble_ratio = m_result.step_time > 0 ? std::max(0.0, pipelineTime - busiest) / m_result.step_time : 0;
 
         if (m_record)
             m_result.events = sortedEvents();

@@ -74,6 +74,8 @@ struct Evaluation
     double tflops_per_gpu = 0; ///< model FLOPs (no recomputation) per second per GPU / 1e12
     double mfu = 0;
     double hfu = 0;
+    /** time.pp_bubble / step_time: the share of the step the busiest pipeline rank waits inside the pipeline, in
+        [0, 1) (SimulationResult::bubble_ratio). */
     double bubble_ratio = 0;
     double memory_limit_bytes = 0;
     std::vector<StageReport> stages; ///< one per pipeline rank

@@ -69,7 +69,10 @@ struct PlannerConfig
     std::vector<std::string> pipeline_pivots;
     int pipeline_nstages = 0; ///< 0 = "auto"; 1 = no pipeline
     std::string pipeline_scheduler = "auto"; ///< "auto" or gpipe, 1f1b, interleaved, zb-h1
-    double max_pipeline_bubble_ratio = 0.5; ///< prune pipelines whose closed-form bubble (p-1)/(v m) exceeds it
+    /** Prune pipelines whose closed-form bubble, the pipeline's idle share of the step ((p-1)/(vm+p-1) for 1F1B and
+        interleaved, as Evaluation::bubble_ratio and AutoDist define it), exceeds it. 1/3 is an idle time of half the
+        busy time. */
+    double max_pipeline_bubble_ratio = 1.0 / 3.0;
     double max_pipeline_unbalance_ratio = 0.5; ///< prune when min stage time / max stage time is below it
     int mesh_row = 0; ///< nodes; 0 = the cluster's
     int mesh_col = 0; ///< GPUs per node; 0 = the cluster's

@@ -83,7 +83,9 @@ struct SimulationResult
 {
     double step_time = 0; ///< seconds: last event end over all ranks (optimizer included)
     double pipeline_time = 0; ///< seconds: last compute action end
-    /** mean over ranks of idle / busy compute time within [0, pipeline_time]; (p-1)/m for uniform 1F1B. */
+    /** The pipeline bubble as a share of the step: (pipeline_time - the busiest rank's compute) / step_time, the
+        one definition every view shows (Evaluation::bubble_ratio); (p-1)/(m+p-1) for uniform 1F1B or GPipe,
+        (p-1)/(vm+p-1) interleaved. */
     double bubble_ratio = 0;
     std::vector<double> busy; ///< per rank: compute seconds
     std::vector<int> peak_inflight; ///< per rank: most micro-batches stashed at once (over its chunks)
