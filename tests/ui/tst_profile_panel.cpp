@@ -30,6 +30,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QValueAxis>
 
 #include <cmath>
 
@@ -256,6 +257,22 @@ private slots:
         QVERIFY(problems.front().at(1).toString().contains(QStringLiteral("gpt2.json")));
     }
 
+    void emptyChartTicksReadDistinct()
+    {
+        // With nothing measured the value axis runs 0-1: its six ticks must not print "1, 1, 1, 0, 0".
+        ProfileChart chart(ProfileChart::Kind::Collectives);
+        const auto axes = chart.chart()->axes(Qt::Vertical);
+        QCOMPARE(axes.size(), 1);
+        const auto* axis = qobject_cast<const QValueAxis*>(axes.front());
+        QVERIFY(axis);
+        QStringList labels;
+        for (int i = 0; i < axis->tickCount(); ++i)
+            labels << QString::asprintf(axis->labelFormat().toLatin1().constData(),
+                                        axis->min() + (axis->max() - axis->min()) * i / (axis->tickCount() - 1));
+        labels.removeDuplicates();
+        QCOMPARE(labels.size(), axis->tickCount());
+    }
+
     void importTrainingLogsCalibratesTheProfile()
     {
         // A real Megatron-LM log of an exported plan run on an H200, its launch script beside it.
@@ -276,6 +293,8 @@ private slots:
         QVERIFY2(panel.logText().contains(QStringLiteral("a-mb2-s2k.log (megatron")), qPrintable(panel.logText()));
         QVERIFY(panel.logText().contains(QStringLiteral("calibration: time x")));
         QVERIFY(panel.importTrainingLogsButton()->toolTip().contains(QStringLiteral("job config")));
+        QVERIFY2(panel.calibrationText().startsWith(QStringLiteral("on 1 training run: time x")),
+                 qPrintable(panel.calibrationText()));
 
         // Not a training log: refused with its name, the profile untouched.
         QSignalSpy problems(&panel, &ProfilePanel::problemReported);

@@ -638,6 +638,22 @@ void TestUiApp::whatIfShowsDelta()
     QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
     QCOMPARE(window.whatIfPanel()->result()->config.worldSize(), baseline.config.worldSize() / 2);
 
+    // More GPUs than the cluster has: nothing is simulated, and the panel says so in red instead of a green delta.
+    QSignalSpy outside(window.whatIfPanel(), &WhatIfPanel::outsideCluster);
+    const int clusterGpus = baseline.config.worldSize();
+    window.whatIfPanel()->setValue(QStringLiteral("dp"), baseline.config.dp * 4);
+    QTRY_COMPARE(outside.count(), 1);
+    QVERIFY(!window.whatIfPanel()->result().has_value());
+    QVERIFY2(window.whatIfPanel()->statusText().contains(QStringLiteral("Does not fit the cluster")),
+             qPrintable(window.whatIfPanel()->statusText()));
+    QVERIFY(window.whatIfPanel()->statusText().contains(QStringLiteral("#b00020"))); // red
+    QVERIFY(window.whatIfPanel()->predictionText(QStringLiteral("Step time"), 3).isEmpty()); // no delta
+    QVERIFY(window.whatIfPanel()->predictionText(QStringLiteral("GPUs"), 3).contains(QString::number(clusterGpus)));
+    // the views show the plan again, not the previous what-if (twice the micro-batches)
+    QCOMPARE(window.shownEvaluation()->config.num_microbatches, baseline.config.num_microbatches);
+    window.whatIfPanel()->setValue(QStringLiteral("dp"), std::max(1, baseline.config.dp / 2));
+    QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
+
     // The prediction's ranges and OOM risk are shown for the plan and the what-if.
     QVERIFY(!window.whatIfPanel()->predictionText(QStringLiteral("Step range"), 1).isEmpty());
     QVERIFY(window.whatIfPanel()->predictionText(QStringLiteral("Peak range"), 2).endsWith(QStringLiteral("GB")));

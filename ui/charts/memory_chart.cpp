@@ -28,13 +28,15 @@ struct Component
 };
 
 // Static state at the bottom, the part that grows with micro-batches (activations) above it.
-constexpr std::array<Component, 6> kComponents {{
+constexpr std::array<Component, 7> kComponents {{
     {"weights", chart_colors::kBlue, &MemoryBreakdown::weights},
     {"gradients", chart_colors::kSkyBlue, &MemoryBreakdown::gradients},
     {"optimizer", chart_colors::kGreen, &MemoryBreakdown::optimizer},
     {"activations", chart_colors::kOrange, &MemoryBreakdown::activations},
     {"transient", chart_colors::kVermillion, &MemoryBreakdown::transient},
     {"reserve", chart_colors::kGrey, &MemoryBreakdown::reserve},
+    // What a calibration on the user's own runs adds (profile import-log); shown only where it is not zero.
+    {"calibration", chart_colors::kPurple, &MemoryBreakdown::calibrated},
 }};
 
 } // namespace
@@ -117,14 +119,19 @@ void MemoryChart::setEvaluation(const Evaluation& evaluation)
 
     QList<QBarSet*> sets;
     double tallest = 0;
+    bool calibrated = false;
+    for (const StageReport& stage : evaluation.stages)
+        calibrated = calibrated || stage.memory.calibrated != 0;
     for (const Component& component : kComponents) {
+        if (component.bytes == &MemoryBreakdown::calibrated && !calibrated)
+            continue;
         auto* set = new QBarSet(tr(component.name));
         set->setColor(QColor(component.color));
         set->setBorderColor(QColor(component.color).darker(120));
         sets << set;
     }
     for (const StageReport& stage : evaluation.stages) {
-        for (std::size_t k = 0; k < kComponents.size(); ++k)
+        for (std::size_t k = 0; k < static_cast<std::size_t>(sets.size()); ++k)
             sets[static_cast<qsizetype>(k)]->append(stage.memory.*kComponents[k].bytes / kBytesPerGB);
         tallest = std::max(tallest, stage.memory.total() / kBytesPerGB);
         m_stages.push_back(stage.memory);
@@ -240,6 +247,8 @@ void MemoryChart::showBarToolTip(bool hovered, int index, QBarSet* set)
                        .arg(m_devices[static_cast<std::size_t>(index)])
                        .arg(m.total() / kBytesPerGB, 0, 'f', 2);
     for (const Component& component : kComponents) {
+        if (component.bytes == &MemoryBreakdown::calibrated && m.calibrated == 0)
+            continue;
         const QString line = tr("%1: %2 GB").arg(tr(component.name)).arg(m.*component.bytes / kBytesPerGB, 0, 'f', 2);
         text += QStringLiteral("<br>")
             + (set && set->label() == tr(component.name) ? QStringLiteral("<b>%1</b>").arg(line) : line);

@@ -62,6 +62,9 @@ void ProfileChart::clear()
     m_axisX->setMinorTickCount(-1);
     m_axisX->setRange(1e-3, 1e4);
     m_axisY->setRange(0, 1);
+    m_axisY->setTickCount(6);
+    // Six ticks over 0-1 with no decimals read "0, 0, 0, 1, 1, 1": one decimal for an empty chart.
+    m_axisY->setLabelFormat(QStringLiteral("%.1f"));
     setChartTitle(m_kind == Kind::Matmul ? tr("Matmul: no measured GEMMs") : tr("Collectives: none measured"),
                   tr("the cost model uses the datasheet for these"));
 }
@@ -151,6 +154,10 @@ void ProfileChart::setCurves(const std::vector<ProfileCurve>& curves, const QStr
     m_axisX->setRange(low, high);
     m_axisY->setRange(0, maxY > 0 ? maxY * 1.1 : 1);
     m_axisY->applyNiceNumbers();
+    // As many decimals as the tick step needs, so that no two ticks print alike.
+    const double step = (m_axisY->max() - m_axisY->min()) / std::max(1, m_axisY->tickCount() - 1);
+    const int decimals = step >= 1 ? 0 : std::min(3, static_cast<int>(std::ceil(-std::log10(step))));
+    m_axisY->setLabelFormat(QStringLiteral("%.%1f").arg(decimals));
     // A single curve is named in the title (the axes and the legend say the rest), so it fits a narrow dock.
     const QString what = m_kind == Kind::Matmul ? tr("GEMM throughput") : tr("Bus bandwidth");
     setChartTitle(curves.size() == 1 ? QString::fromStdString(curves[0].name)

@@ -295,10 +295,10 @@ void TimelineView::rebuildLanes()
         }
         dataEnd = std::max(dataEnd, m_sim->step_time);
         const QLocale locale;
-        m_summary = tr("step %1 \u00b7 bubble %2% \u00b7 %3 ranks \u00b7 %4 events")
+        m_summary = tr("step %1 \u00b7 bubble %2% of the step \u00b7 %3 \u00b7 %4 events")
                         .arg(formatSeconds(m_sim->step_time))
                         .arg(m_sim->bubble_ratio * 100, 0, 'f', 1)
-                        .arg(ranks)
+                        .arg(ranks == 1 ? tr("1 rank") : tr("%1 ranks").arg(ranks))
                         .arg(locale.toString(static_cast<qlonglong>(m_sim->events.size())));
     }
     // A little room after the last event, so it does not stick to the edge.

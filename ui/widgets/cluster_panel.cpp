@@ -99,8 +99,8 @@ void ClusterPanel::updateDeviceInfo()
     try {
         const Cluster cluster = loadCluster(clusterSpec().toStdString(), m_nodes->value(), m_gpusPerNode->value());
         const DeviceSpec& d = cluster.device;
-        m_info->setText(tr("%1 GPUs of %2: %3 HBM, %4 TFLOP/s dense BF16, %5 within a node, %6 between nodes")
-                            .arg(cluster.worldSize())
+        m_info->setText(tr("%1 of %2: %3 HBM, %4 TFLOP/s dense BF16, %5 within a node, %6 between nodes")
+                            .arg(cluster.worldSize() == 1 ? tr("1 GPU") : tr("%1 GPUs").arg(cluster.worldSize()))
                             .arg(QString::fromStdString(d.display_name), format::bytes(d.memory_bytes))
                             .arg(d.peak(DType::BF16) / 1e12, 0, 'f', 0)
                             .arg(QString::fromStdString(d.intra_node.kind), QString::fromStdString(d.inter_node.kind)));

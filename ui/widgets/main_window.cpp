@@ -209,6 +209,16 @@ void MainWindow::createPanels()
     connect(m_views, &AnalysisViews::candidateClicked, m_candidates, &CandidatesPanel::selectCandidate);
     connect(m_views, &AnalysisViews::evaluationShown, this, &MainWindow::emitShown);
     connect(m_whatIf, &WhatIfPanel::configEdited, this, &MainWindow::onWhatIfEdited);
+    // Nothing was simulated for an edit past the cluster: the views go back to the plan rather than keep showing
+    // the previous what-if.
+    connect(m_whatIf, &WhatIfPanel::outsideCluster, this, [this] {
+        m_evaluateJob->discard();
+        if (m_selected && m_result) {
+            m_shown = m_selected;
+            m_shownPurpose = EvaluationPurpose::Selection;
+            m_views->showEvaluation(m_selected, m_result->model, m_selectedBubbleCurve, candidateTitle(m_selectedRow));
+        }
+    });
     connect(m_whatIf, &WhatIfPanel::resetRequested, this, [this] { onCandidateChanged(m_selectedRow); });
     connect(m_whatIf, &WhatIfPanel::pinRequested, this, [this] {
         if (m_whatIf->result())
@@ -683,6 +693,7 @@ void MainWindow::onEvaluationAvailable(const SelectionEvaluation& result)
     if (result.purpose == EvaluationPurpose::Selection) {
         m_selected = result.evaluation;
         m_whatIf->setBaseline(e, m_result->model->cluster().worldSize());
+        m_selectedBubbleCurve = result.bubble_curve;
         m_views->showEvaluation(result.evaluation, m_result->model, result.bubble_curve, candidateTitle(m_selectedRow));
     } else {
         m_whatIf->showResult(e, result.evaluate_s);

@@ -197,6 +197,7 @@ private:
     PlanRequest m_resultRequest; ///< the request m_result answers
     std::shared_ptr<const ModelOverview> m_overview;
     std::shared_ptr<const Evaluation> m_selected; ///< the selection, re-evaluated with its timeline
+    std::vector<std::pair<int, double>> m_selectedBubbleCurve; ///< its bubble against micro-batches
     std::shared_ptr<const Evaluation> m_shown;
     EvaluationPurpose m_shownPurpose = EvaluationPurpose::Selection;
     int m_selectedRow = -1;

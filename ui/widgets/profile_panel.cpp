@@ -91,6 +91,10 @@ void ProfilePanel::createWidgets()
     m_stateLabel->setWordWrap(true);
     m_stateLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_measured = new QLabel;
+    m_calibrated = new QLabel;
+    m_calibrated->setWordWrap(true);
+    m_calibrated->setToolTip(tr("Factors fitted on your own training runs (Import Training Logs…); the Details tab "
+                                "lists the runs"));
     m_measured->setWordWrap(true);
     m_planned = new QLabel(tr("(plan to see)"));
     m_planned->setWordWrap(true);
@@ -164,6 +168,7 @@ void ProfilePanel::createWidgets()
     form->addRow(tr("Profile:"), fileRow);
     form->addRow(tr("State:"), m_stateLabel);
     form->addRow(tr("Measured:"), m_measured);
+    form->addRow(tr("Calibrated:"), m_calibrated);
     form->addRow(tr("Planner uses:"), m_planned);
 
     auto* actions = new QHBoxLayout;
@@ -348,8 +353,31 @@ void ProfilePanel::showState()
         m_measured->setText(tr("%1; datasheet for %2")
                                 .arg(measured.isEmpty() ? tr("nothing") : measured.join(QStringLiteral(", ")),
                                      datasheet.isEmpty() ? tr("nothing") : datasheet.join(QStringLiteral(", "))));
+        if (const auto& c = m_status.profile->calibration) {
+            const QString scales = tr("time x%1 matmul, x%2 attention, x%3 memory-bound, x%4 communication; peak "
+                                      "%5%6 GB")
+                                       .arg(c->matmul_time_scale, 0, 'f', 2)
+                                       .arg(c->attention_time_scale, 0, 'f', 2)
+                                       .arg(c->memory_time_scale, 0, 'f', 2)
+                                       .arg(c->collective_time_scale, 0, 'f', 2)
+                                       .arg(c->memory_offset_bytes >= 0 ? QStringLiteral("+") : QString())
+                                       .arg(c->memory_offset_bytes / 1e9, 0, 'f', 2);
+            m_calibrated->setText(
+                (c->runs.size() == 1 ? tr("on 1 training run: %1") : tr("on %1 training runs: %2").arg(c->runs.size()))
+                    .arg(scales));
+            details << tr("calibration (%1), fitted on:").arg(text(c->created_utc));
+            for (const auto& run : c->runs)
+                details << tr("    %1 (%2, %3): measured %4 s, predicted %5 s, calibrated %6 s")
+                               .arg(text(run.log), text(run.framework), text(run.config))
+                               .arg(run.measured_step_s, 0, 'f', 3)
+                               .arg(run.predicted_step_s, 0, 'f', 3)
+                               .arg(run.calibrated_step_s, 0, 'f', 3);
+        } else {
+            m_calibrated->setText(tr("no (Import Training Logs… fits it on your runs)"));
+        }
     } else {
         m_measured->setText(tr("nothing; the datasheet for everything"));
+        m_calibrated->setText(tr("no"));
     }
     m_details->setPlainText(details.join(QLatin1Char('\n')));
 }
@@ -463,6 +491,11 @@ bool ProfilePanel::importLogs(const QStringList& files)
         report(tr("Cannot Import the nccl-tests Logs"), text(error.message()));
     }
     return false;
+}
+
+QString ProfilePanel::calibrationText() const
+{
+    return m_calibrated->text();
 }
 
 bool ProfilePanel::importTrainingLogs(const QStringList& files)

@@ -62,6 +62,7 @@ public:
      */
     bool importTrainingLogs(const QStringList& files);
     QPushButton* importTrainingLogsButton() const { return m_importTraining; }
+    QString calibrationText() const;
     /** Starts shardscape-profile for the profile's directory; false after reporting the problem. */
     bool runProfiler();
     void cancelProfiler();
@@ -124,6 +125,7 @@ private:
     QLabel* m_file = nullptr;
     QLabel* m_stateLabel = nullptr;
     QLabel* m_measured = nullptr;
+    QLabel* m_calibrated = nullptr;
     QLabel* m_planned = nullptr;
     QToolButton* m_choose = nullptr;
     QCheckBox* m_useProfile = nullptr;

@@ -225,8 +225,22 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     m_debounce->setSingleShot(true);
     m_debounce->setInterval(0);
     connect(m_debounce, &QTimer::timeout, this, [this] {
-        if (m_baseline)
-            emit configEdited(editedConfig());
+        if (!m_baseline)
+            return;
+        const ParallelConfig edited = editedConfig();
+        // A what-if may use part of the cluster, never more: no prediction for GPUs the cluster does not have.
+        if (m_clusterGpus > 0 && edited.worldSize() > m_clusterGpus) {
+            m_result.reset();
+            updateTable();
+            m_status->setText(colored(tr("Does not fit the cluster: tp x cp x dp x pp = %1 GPUs, the cluster has %2. "
+                                         "Lower a degree, or add nodes in the Cluster panel and plan again.")
+                                          .arg(edited.worldSize())
+                                          .arg(m_clusterGpus),
+                                      false));
+            emit outsideCluster(edited);
+            return;
+        }
+        emit configEdited(edited);
     });
     for (QSpinBox* box : {m_tp, m_dp, m_microBatch, m_microBatches})
         connect(box, &QSpinBox::valueChanged, this, &WhatIfPanel::scheduleEdit);
@@ -377,6 +391,11 @@ QString WhatIfPanel::predictionText(const QString& row, int column) const
     return {};
 }
 
+QString WhatIfPanel::statusText() const
+{
+    return m_status->text();
+}
+
 void WhatIfPanel::showResult(const Evaluation& result, double seconds)
 {
     m_result = result;
@@ -457,8 +476,11 @@ void WhatIfPanel::updateTable()
             : QString());
     set(BubbleRow, measuredText(&a, [](const Evaluation& e) { return format::percent(e.bubble_ratio); }),
         measuredText(b, [](const Evaluation& e) { return format::percent(e.bubble_ratio); }), QString());
-    set(GpusRow, QString::number(a.config.worldSize()), b ? QString::number(b->config.worldSize()) : QString(),
-        b && b->config.worldSize() != m_clusterGpus ? tr("cluster: %1").arg(m_clusterGpus) : QString());
+    const int edited = b ? b->config.worldSize() : editedConfig().worldSize();
+    set(GpusRow, QString::number(a.config.worldSize()), QString::number(edited),
+        edited > m_clusterGpus        ? colored(tr("cluster has %1").arg(m_clusterGpus), false)
+            : edited != m_clusterGpus ? tr("%1 of the cluster's %2").arg(edited).arg(m_clusterGpus)
+                                      : QString());
     set(BatchRow, QString::number(a.config.globalBatch()), b ? QString::number(b->config.globalBatch()) : QString(),
         QString());
 }

@@ -52,8 +52,12 @@ public:
     /** The text of one cell of the prediction table: row by its label ("Step range", "OOM risk", ...), column 1 the
         plan, 2 the what-if, 3 the change; empty when there is no such row. */
     QString predictionText(const QString& row, int column) const;
+    /** The status line under the table (rich text when it warns). */
+    QString statusText() const;
 
 signals:
+    /** The edit needs more GPUs than the cluster has: nothing is simulated, the panel says so in red. */
+    void outsideCluster(const shardscape::ParallelConfig& config);
     void configEdited(const shardscape::ParallelConfig& config);
     /** "Back to the plan": the editors were reset to the baseline. */
     void resetRequested();
