@@ -10,6 +10,7 @@
 #include <QPixmap>
 #include <QRegularExpression>
 #include <QTimer>
+#include <cstring>
 
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +38,13 @@ bool haveDisplay()
 
 int main(int argc, char* argv[])
 {
+    // --version needs no window: answer it before Qt looks for a display (as QCommandLineParser words it).
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--version") || !std::strcmp(argv[i], "-v")) {
+            std::printf("shardscape %s\n", SHARDSCAPE_VERSION);
+            return 0;
+        }
+    }
     // Without a display Qt would abort with a cryptic platform-plugin error; say what to do instead.
     if (!haveDisplay()) {
         std::fprintf(stderr,

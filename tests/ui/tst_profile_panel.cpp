@@ -257,6 +257,17 @@ private slots:
         QVERIFY(problems.front().at(1).toString().contains(QStringLiteral("gpt2.json")));
     }
 
+    void builtProfilerIsFound()
+    {
+#ifdef SHARDSCAPE_TEST_BUILT_PROFILER
+        // app/gui and app/profile are sibling folders of a build tree: Run Profiler must find it there.
+        QVERIFY2(ProfilerProcess::findInstalled().endsWith(QStringLiteral("shardscape-profile")),
+                 qPrintable(ProfilerProcess::findInstalled()));
+#else
+        QSKIP("shardscape-profile is not built here (no CUDA compiler)");
+#endif
+    }
+
     void emptyChartTicksReadDistinct()
     {
         // With nothing measured the value axis runs 0-1: its six ticks must not print "1, 1, 1, 0, 0".

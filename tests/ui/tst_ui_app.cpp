@@ -28,6 +28,7 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
@@ -809,6 +810,34 @@ void TestUiApp::openModelFileAndDrop()
     QCOMPARE(errors.count(), 1);
     QVERIFY(errors.at(0).at(0).toString().contains(QStringLiteral("missing.json")));
     QCOMPARE(window.modelPanel()->modelSpec(), path);
+    QVERIFY(window.recentFiles().contains(path)); // it loaded: listed
+
+    // A file that exists but does not load: neither in Open Recent nor in the model list; the last model that
+    // loaded is selected again, and the inline error reads as the message does (no "&quot;" on screen).
+    const QString broken = m_dir.filePath(QStringLiteral("broken.json"));
+    {
+        QFile file(broken);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(R"({"model_type": "llama", "hidden_size": "wide"})");
+    }
+    window.openModelFile(broken);
+    QTRY_COMPARE_WITH_TIMEOUT(errors.count(), 2, kPlanTimeoutMs);
+    QVERIFY(!window.recentFiles().contains(broken));
+    QCOMPARE(window.modelPanel()->modelSpec(), path);
+    auto* list = window.modelPanel()->findChild<QComboBox*>();
+    QVERIFY(list);
+    QCOMPARE(list->findData(broken), -1);
+    const QString summary = window.modelPanel()->summaryText();
+    QVERIFY2(summary.contains(QStringLiteral("hidden_size")) && !summary.contains(QStringLiteral("&amp;")),
+             qPrintable(summary));
+    QCOMPARE(layers->overview()->spec, path.toStdString());
+
+    // Pivots name one model's layers: another model starts with none.
+    layers->setPivots({layers->overview()->layers.at(5).name});
+    QCOMPARE(layers->pivots().size(), std::size_t {1});
+    window.modelPanel()->setModelSpec(QStringLiteral("llama2-7b"));
+    QTRY_VERIFY_WITH_TIMEOUT(layers->overview() && layers->overview()->spec == "llama2-7b", kPlanTimeoutMs);
+    QVERIFY(layers->pivots().empty());
 }
 
 void TestUiApp::settingsPersist()

@@ -55,6 +55,12 @@ QString ProfilerProcess::findInstalled()
     const QFileInfo info(beside);
     if (info.isFile() && info.isExecutable())
         return info.absoluteFilePath();
+#ifdef SHARDSCAPE_BUILT_PROFILER
+    // The profiler this build made, in its own folder of the build tree.
+    const QFileInfo built(QStringLiteral(SHARDSCAPE_BUILT_PROFILER));
+    if (built.isFile() && built.isExecutable())
+        return built.absoluteFilePath();
+#endif
     return QStandardPaths::findExecutable(profilerName());
 }
 

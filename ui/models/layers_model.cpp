@@ -15,6 +15,12 @@ LayersModel::LayersModel(QObject* parent)
 void LayersModel::setOverview(std::shared_ptr<const ModelOverview> overview)
 {
     beginResetModel();
+    // Ticks name another model's layers: a pivot at "model.layers.4" of one model is not a choice made for the next.
+    // The same model again (a new sequence length) keeps them, and so do ticks restored before the first load.
+    if (m_overview && overview && m_overview->spec != overview->spec) {
+        m_pivots.clear();
+        m_recompute.clear();
+    }
     m_overview = std::move(overview);
     endResetModel();
 }

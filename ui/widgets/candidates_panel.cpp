@@ -25,6 +25,7 @@ CandidatesPanel::CandidatesPanel(QWidget* parent)
     , m_count(new QLabel(this))
     , m_view(new QTableView(this))
 {
+    m_feasibleOnly->setToolTip(tr("Hide the candidates that do not fit the memory limit or cannot run"));
     m_proxy->setSourceModel(m_model);
     m_filter->setPlaceholderText(tr("Filter candidates, e.g. \"pp4 zb-h1\" or \"memory\" (Ctrl+F)"));
     m_filter->setClearButtonEnabled(true);

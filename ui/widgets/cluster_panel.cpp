@@ -28,10 +28,14 @@ ClusterPanel::ClusterPanel(QWidget* parent)
     for (const auto& name : devicePresetNames())
         m_device->addItem(QString::fromStdString(name), QString::fromStdString(name));
     m_device->setCurrentIndex(std::max(0, m_device->findData(QStringLiteral("h100-sxm"))));
+    m_device->setToolTip(tr("The GPU: a device preset (datasheet peak rates, memory and links; shardscape-cli "
+                            "clusters lists them), or the cluster .json given with --cluster"));
     m_nodes->setRange(1, 100000);
     m_nodes->setToolTip(tr("Number of nodes"));
     m_gpusPerNode->setRange(1, 1024);
     m_gpusPerNode->setValue(8);
+    m_gpusPerNode->setToolTip(tr("GPUs in each node: they share the fast intra-node link (NVLink); tensor "
+                                 "parallelism stays inside a node"));
     m_memoryGb->setRange(0, 1e6);
     m_memoryGb->setDecimals(1);
     m_memoryGb->setSuffix(tr(" GB"));

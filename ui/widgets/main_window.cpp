@@ -488,13 +488,23 @@ void MainWindow::connectJobs()
     });
 
     connect(m_modelJob, &ModelJob::modelAvailable, this, [this](std::shared_ptr<const ModelOverview> overview) {
+        const QString spec = QString::fromStdString(overview->spec);
+        if (spec == m_pendingRecent)
+            m_recent->add(spec);
+        m_pendingRecent.clear();
         m_overview = overview;
         m_modelPanel->setOverview(std::move(overview));
     });
     connect(m_modelJob, &ModelJob::failed, this, [this](const QString& spec, const QString& message) {
+        // A model that does not load stays out of Open Recent and the model list; the last one that loaded is shown
+        // again, with the error beside it and in the box.
+        m_pendingRecent.clear();
+        if (m_overview && QString::fromStdString(m_overview->spec) != spec) {
+            m_modelPanel->forgetModelSpec(spec, QString::fromStdString(m_overview->spec));
+            m_modelPanel->setOverview(m_overview);
+        }
         m_modelPanel->setLoadError(message);
         reportError(tr("Cannot Load the Model"), message);
-        Q_UNUSED(spec)
     });
 }
 
@@ -572,6 +582,11 @@ void MainWindow::updateProfileCluster()
     m_profilePanel->setModelSpec(m_modelPanel->modelSpec());
 }
 
+QStringList MainWindow::recentFiles() const
+{
+    return m_recent->files();
+}
+
 void MainWindow::openModelFile(const QString& path)
 {
     const QFileInfo info(path);
@@ -583,7 +598,8 @@ void MainWindow::openModelFile(const QString& path)
         return;
     }
     m_lastDir = info.absolutePath();
-    m_recent->add(info.absoluteFilePath());
+    // Open Recent lists the file once it has loaded (ModelJob::modelAvailable), not before.
+    m_pendingRecent = info.absoluteFilePath();
     m_modelPanel->setModelSpec(info.absoluteFilePath());
 }
 

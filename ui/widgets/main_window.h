@@ -96,6 +96,8 @@ public:
     const std::shared_ptr<const ServingPlanResult>& currentServing() const { return m_serving; }
     EvaluateJob* evaluateJob() const { return m_evaluateJob; }
     ModelPanel* modelPanel() const { return m_modelPanel; }
+    /** Open Recent's files, most recent first. */
+    QStringList recentFiles() const;
     ClusterPanel* clusterPanel() const { return m_clusterPanel; }
     PlannerPanel* plannerPanel() const { return m_plannerPanel; }
     CandidatesPanel* candidatesPanel() const { return m_candidates; }
@@ -197,7 +199,9 @@ private:
     PlanRequest m_resultRequest; ///< the request m_result answers
     std::shared_ptr<const ModelOverview> m_overview;
     std::shared_ptr<const Evaluation> m_selected; ///< the selection, re-evaluated with its timeline
-    std::vector<std::pair<int, double>> m_selectedBubbleCurve; ///< its bubble against micro-batches
+    std::vector<std::pair<int, double>> m_selectedBubbleCurve;
+    QString m_pendingRecent; ///< a model file opened but not yet loaded: Open Recent gets it once it loads ///< its
+                             ///< bubble against micro-batches
     std::shared_ptr<const Evaluation> m_shown;
     EvaluationPurpose m_shownPurpose = EvaluationPurpose::Selection;
     int m_selectedRow = -1;

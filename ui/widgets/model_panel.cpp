@@ -45,8 +45,10 @@ ModelPanel::ModelPanel(QWidget* parent)
     , m_tree(new QTreeView(this))
     , m_layers(new LayersModel(this))
 {
-    for (const auto& name : modelPresetNames())
+    for (const auto& name : modelPresetNames()) {
         m_preset->addItem(QString::fromStdString(name), QString::fromStdString(name));
+        m_presetNames << QString::fromStdString(name);
+    }
     // The embedded default: a newcomer sees a complete picture at once.
     m_preset->setCurrentIndex(std::max(0, m_preset->findData(QStringLiteral("llama2-7b"))));
     m_preset->setToolTip(tr("A built-in model preset, or a file opened with File > Open Model (Ctrl+O)"));
@@ -63,6 +65,7 @@ ModelPanel::ModelPanel(QWidget* parent)
     row->addWidget(open);
 
     m_summary->setWordWrap(true);
+    m_summary->setTextFormat(Qt::RichText); // the summary's bold name, and errors escaped for it
     m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
     m_tree->setModel(m_layers);
@@ -121,8 +124,24 @@ void ModelPanel::setOverview(std::shared_ptr<const ModelOverview> overview)
 
 void ModelPanel::setLoadError(const QString& message)
 {
-    m_summary->setText(message.toHtmlEscaped());
-    m_summary->setStyleSheet(QStringLiteral("color: #b00020"));
+    m_summary->setText(QStringLiteral("<span style=\"color:#b00020\">%1</span>").arg(message.toHtmlEscaped()));
+}
+
+QString ModelPanel::summaryText() const
+{
+    return m_summary->text();
+}
+
+void ModelPanel::forgetModelSpec(const QString& spec, const QString& fallback)
+{
+    const int index = m_preset->findData(spec);
+    const QSignalBlocker block(m_preset);
+    // Presets stay (the preset list is fixed); a file that did not load leaves the list.
+    if (index >= 0 && !m_presetNames.contains(spec))
+        m_preset->removeItem(index);
+    const int back = m_preset->findData(fallback);
+    if (back >= 0)
+        m_preset->setCurrentIndex(back);
 }
 
 void ModelPanel::saveSettings(QSettings& settings) const

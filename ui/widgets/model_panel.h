@@ -34,6 +34,11 @@ public:
     void setOverview(std::shared_ptr<const ModelOverview> overview);
     /** Shows that loading failed (the tree keeps the last good model). */
     void setLoadError(const QString& message);
+    /** A file spec that failed to load leaves the model list; `fallback` (the model shown before) is selected again
+        without a modelSpecChanged. */
+    void forgetModelSpec(const QString& spec, const QString& fallback);
+    /** The summary line under the list (rich text). */
+    QString summaryText() const;
 
     LayersModel* layersModel() const { return m_layers; }
     QTreeView* layerTree() const { return m_tree; }
@@ -46,6 +51,7 @@ signals:
     void openRequested();
 
 private:
+    QStringList m_presetNames;
     QComboBox* m_preset;
     QLabel* m_summary;
     QTreeView* m_tree;

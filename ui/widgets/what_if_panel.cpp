@@ -117,6 +117,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     , m_pin(new QPushButton(tr("Pin What-if"), this))
     , m_debounce(new QTimer(this))
 {
+    m_reset->setToolTip(tr("Set every field back to the selected plan's configuration"));
     for (int zero = 0; zero <= 3; ++zero)
         m_zero->addItem(QString::number(zero), zero);
     for (const auto kind : {RecomputeKind::None, RecomputeKind::Selective, RecomputeKind::Full})
