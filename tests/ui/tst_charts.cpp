@@ -17,6 +17,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QLegend>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QSignalSpy>
@@ -184,6 +185,11 @@ private Q_SLOTS:
         }
         for (std::size_t i = 0; i < m_infeasible.size(); ++i)
             QCOMPARE(chart.infeasibleSeries()->at(static_cast<int>(i)).x(), m_infeasible[i].step_time);
+
+        // Each kind has its own legend swatch: the front is not drawn in the feasible points' colour, and the
+        // legend shows the series' own shapes.
+        QVERIFY(chart.frontSeries()->pen().color() != chart.feasibleSeries()->color());
+        QCOMPARE(chart.chart()->legend()->markerShape(), QLegend::MarkerShapeFromSeries);
 
         // The selected candidate is ringed.
         QCOMPARE(chart.selectedIndex(), selected);

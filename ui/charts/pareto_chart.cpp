@@ -2,6 +2,7 @@
 #include "pareto_chart.h"
 
 #include <QChart>
+#include <QLegend>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QValueAxis>
@@ -51,7 +52,8 @@ ParetoChart::ParetoChart(QWidget* parent)
     limitPen.setStyle(Qt::DashLine);
     limitPen.setWidthF(1.5);
     m_limit->setPen(limitPen);
-    QPen frontPen(QColor(chart_colors::kBlue));
+    // Not the feasible points' blue: the front and the points each get their own legend swatch.
+    QPen frontPen(QColor(chart_colors::kGreen));
     frontPen.setWidthF(1.5);
     frontPen.setStyle(Qt::DotLine);
     m_front->setPen(frontPen);
@@ -75,6 +77,8 @@ ParetoChart::ParetoChart(QWidget* parent)
     for (QAbstractSeries* s :
          std::initializer_list<QAbstractSeries*> {m_limit, m_front, m_infeasible, m_feasible, m_selected})
         c->addSeries(s);
+    // Circles, triangles, a ring and lines in the legend, as on the plot.
+    c->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);
     c->addAxis(m_axisX, Qt::AlignBottom);
     c->addAxis(m_axisY, Qt::AlignLeft);
     for (QAbstractSeries* s : c->series()) {
