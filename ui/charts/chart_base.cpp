@@ -153,25 +153,43 @@ bool ChartBase::labelsTruncated() const
 bool ChartBase::exportImage(const QString& path)
 {
     const QString suffix = QFileInfo(path).suffix().toLower();
-    if (suffix == QLatin1String("svg")) {
+    const bool svg = suffix == QLatin1String("svg");
+    if (!svg && !QImageWriter::supportedImageFormats().contains(suffix.toLatin1()))
+        return false;
+    // A slide's size whatever the dock's: the chart is laid out again at 1600 x 900 (fonts at their usual size, so
+    // they stay readable on a slide), drawn, and put back.
+    const QSizeF slide(kExportWidth, kExportHeight);
+    const QRectF before = chart()->geometry();
+    chart()->setGeometry(QRectF(QPointF(0, 0), slide));
+    bool ok = false;
+    if (svg) {
         QSvgGenerator generator;
         generator.setFileName(path);
-        generator.setSize(size());
-        generator.setViewBox(QRect(QPoint(0, 0), size()));
+        generator.setSize(slide.toSize());
+        generator.setViewBox(QRectF(QPointF(0, 0), slide));
         generator.setTitle(chart()->title());
-        {
-            QPainter painter;
-            if (!painter.begin(&generator))
-                return false;
+        QPainter painter;
+        if (painter.begin(&generator)) {
             painter.setRenderHint(QPainter::Antialiasing);
-            render(&painter);
+            scene()->render(&painter, QRectF(QPointF(0, 0), slide), QRectF(QPointF(0, 0), slide));
+            painter.end();
+            const QFileInfo written(path);
+            ok = written.exists() && written.size() > 0;
         }
-        const QFileInfo written(path);
-        return written.exists() && written.size() > 0;
+    } else {
+        // Twice the pixels of the layout: sharp on a high-density projector or when zoomed.
+        QImage image((slide * kExportScale).toSize(), QImage::Format_ARGB32_Premultiplied);
+        image.setDevicePixelRatio(kExportScale);
+        image.fill(Qt::white);
+        QPainter painter(&image);
+        painter.setRenderHint(QPainter::Antialiasing);
+        painter.setRenderHint(QPainter::TextAntialiasing);
+        scene()->render(&painter, QRectF(QPointF(0, 0), slide), QRectF(QPointF(0, 0), slide));
+        painter.end();
+        ok = image.save(path);
     }
-    if (!QImageWriter::supportedImageFormats().contains(suffix.toLatin1()))
-        return false;
-    return grab().save(path);
+    chart()->setGeometry(before);
+    return ok;
 }
 
 int nearestPointIndex(const QXYSeries* series, const QPointF& point)

@@ -26,7 +26,12 @@ public:
     explicit ChartBase(QWidget* parent = nullptr);
     ~ChartBase() override;
 
-    /** Writes the chart: SVG (vector, by QSvgGenerator) for ".svg", else a raster image (PNG...) by grab(). */
+    /** Exports are laid out at this size (a 16:9 slide), whatever the widget's; rasters at twice its pixels. */
+    static constexpr int kExportWidth = 1600;
+    static constexpr int kExportHeight = 900;
+    static constexpr double kExportScale = 2;
+    /** Writes the chart at the export size: SVG (vector, by QSvgGenerator) for ".svg", else a raster image (PNG...)
+        of 3200 x 1800 pixels. */
     bool exportImage(const QString& path);
 
     /** Whether any axis shortened one of its labels with "..." at the current size (for tests). */

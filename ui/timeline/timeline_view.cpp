@@ -948,7 +948,18 @@ bool TimelineView::exportImage(const QString& path)
     }
     if (!QImageWriter::supportedImageFormats().contains(suffix.toLatin1()))
         return false;
-    return viewport()->grab().save(path);
+    // Every rank, not the scrolled-to ones: the whole content height, at least a slide's width, twice the pixels.
+    const QSize size(std::max(viewport()->width(), kExportMinWidth), lanesTop() + m_contentHeight);
+    QImage image(size * 2, QImage::Format_ARGB32_Premultiplied);
+    image.setDevicePixelRatio(2);
+    image.fill(palette().color(QPalette::Base));
+    {
+        QPainter painter(&image);
+        painter.setRenderHint(QPainter::Antialiasing);
+        paintContents(painter, size, 0);
+    }
+    viewport()->update(); // the export laid the header out for its own size
+    return image.save(path);
 }
 
 } // namespace shardscape::ui

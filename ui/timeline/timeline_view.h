@@ -61,8 +61,13 @@ public:
     /** Top of the first lane in viewport pixels (below the title, legend and ruler). */
     int lanesTop() const;
 
-    /** Writes what the view shows: SVG (vector, by QSvgGenerator) for ".svg", else a raster image (PNG...). */
+    /** Raster exports are at least this wide (a slide), whatever the widget's width. */
+    static constexpr int kExportMinWidth = 1600;
+    /** Writes every rank over the shown time range: SVG (vector) for ".svg", else a raster image (PNG...) at least
+        kExportMinWidth wide, at twice its pixels. */
     bool exportImage(const QString& path);
+    /** Height of all rows (what an export holds), pixels. */
+    int contentHeight() const { return m_contentHeight; }
 
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;
