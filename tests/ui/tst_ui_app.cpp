@@ -568,6 +568,12 @@ void TestUiApp::mainWindowPlansAndShowsSelection()
     table->scrollTo(cell);
     QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(cell).center());
     QCOMPARE(window.candidatesPanel()->currentCandidate(), pipelined);
+    // At once, before the simulation comes back: the views leave the previous candidate (no stale timeline).
+    if (window.analysisViews()->timelineEventCount() >= 0) {
+        QVERIFY2(window.analysisViews()->timelineTitle().startsWith(QStringLiteral("#%1 ").arg(pipelined + 1)),
+                 qPrintable(window.analysisViews()->timelineTitle()));
+        QCOMPARE(window.analysisViews()->timelineEventCount(), 0);
+    }
     QVERIFY(selectionShown.wait(kPlanTimeoutMs));
     const Evaluation& chosen = expected.top[static_cast<std::size_t>(pipelined)];
     Workload workload;

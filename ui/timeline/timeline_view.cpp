@@ -496,8 +496,9 @@ void TimelineView::paintContents(QPainter& painter, QSize size, int scrollY)
     if (m_lanes.empty()) {
         painter.setPen(pal.color(QPalette::PlaceholderText));
         painter.drawText(lanesArea, Qt::AlignCenter,
-                         m_sim ? tr("This simulation recorded no timeline events.")
-                               : tr("No timeline: select a plan to see its pipeline schedule."));
+                         m_sim                   ? tr("This simulation recorded no timeline events.")
+                             : m_title.isEmpty() ? tr("No timeline: select a plan to see its pipeline schedule.")
+                                                 : tr("Simulating %1: its timeline follows.").arg(m_title));
         return;
     }
 

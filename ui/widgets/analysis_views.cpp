@@ -169,13 +169,25 @@ void AnalysisViews::showEvaluation(std::shared_ptr<const Evaluation> evaluation,
     runUpdates(++m_showGeneration, std::move(steps), 0);
 }
 
+void AnalysisViews::showPending(const Evaluation& estimate, std::shared_ptr<const CostModel> model,
+                                const QString& title)
+{
+    // The planner's estimate has no timeline and no bubble curve: the views show what it has at once, so that none
+    // keeps the previous selection while the full simulation runs, and the timeline says it is coming.
+    auto evaluation = std::make_shared<Evaluation>(estimate);
+    evaluation->simulation.reset();
+    showEvaluation(std::move(evaluation), std::move(model), {}, title);
+    m_pendingGeneration = m_showGeneration; // its last step comes later, from the event loop
+}
+
 void AnalysisViews::runUpdates(quint64 generation, std::shared_ptr<std::vector<std::function<void()>>> steps,
                                std::size_t next)
 {
     if (generation != m_showGeneration)
         return; // a newer evaluation took over
     if (next == steps->size()) {
-        emit evaluationShown();
+        if (generation != m_pendingGeneration)
+            emit evaluationShown();
         return;
     }
     (*steps)[next]();
@@ -217,6 +229,15 @@ void AnalysisViews::clear()
 #endif
 #ifdef SHARDSCAPE_BALANCE_CHART
     m_balance->clear();
+#endif
+}
+
+QString AnalysisViews::timelineTitle() const
+{
+#ifdef SHARDSCAPE_TIMELINE_VIEW
+    return m_timeline->title();
+#else
+    return {};
 #endif
 }
 

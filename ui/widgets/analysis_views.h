@@ -49,10 +49,15 @@ public:
     void setCandidates(const PlanResult& result, int selectedFeasible);
     /** Marks another candidate (index into the plan's top; -1: none) without rebuilding the Pareto chart. */
     void setSelectedCandidate(int selectedFeasible);
+    /** The planner's estimate of a candidate whose full simulation is still running: every view leaves the
+        previous selection at once (the timeline says the simulation is coming); evaluationShown is not emitted. */
+    void showPending(const Evaluation& estimate, std::shared_ptr<const CostModel> model, const QString& title);
     void clear();
 
     /** Events the timeline displays; -1 when the timeline is not built in. */
     int timelineEventCount() const;
+    /** The timeline's title: the candidate it shows or is simulating (empty without the timeline view). */
+    QString timelineTitle() const;
 
     /** A view that can be written to PNG or SVG (by the file name's extension). */
     struct ImageView
@@ -97,6 +102,7 @@ private:
     std::vector<std::pair<QWidget*, QString>> m_charts; ///< with their tab titles
     ChartLayout m_layout = ChartLayout::None;
     quint64 m_showGeneration = 0;
+    quint64 m_pendingGeneration = 0; ///< the generation showPending started: it announces nothing
     TimelineView* m_timeline = nullptr;
     MemoryChart* m_memory = nullptr;
     ParetoChart* m_pareto = nullptr;

@@ -682,6 +682,8 @@ void MainWindow::onCandidateChanged(int row)
         : memoryLimitBytes(m_resultRequest.config, m_result->model->cluster());
     m_evaluateJob->start(request);
     m_views->setSelectedCandidate(m_candidates->model()->isFeasible(row) ? row : -1);
+    // Until the simulation with its timeline comes back, the views show this candidate's estimate, not the last one.
+    m_views->showPending(*e, m_result->model, candidateTitle(row));
 }
 
 void MainWindow::onWhatIfEdited(const ParallelConfig& config)
