@@ -9,6 +9,7 @@
 #include "jobs/plan_job.h"
 #include "models/candidates_model.h"
 #include "models/candidates_proxy.h"
+#include "models/format.h"
 #include "models/layers_model.h"
 #include "widgets/analysis_views.h"
 #include "widgets/candidates_panel.h"
@@ -596,6 +597,21 @@ void TestUiApp::mainWindowPlansAndShowsSelection()
     window.candidatesPanel()->pinRequested(0);
     window.candidatesPanel()->pinRequested(pipelined);
     QCOMPARE(window.compareWidget()->pinnedCount(), 2);
+    // However narrow the dock, "B vs A" stays on screen.
+    {
+        CompareWidget narrow;
+        narrow.pin(expected.top.front(),
+                   QStringLiteral("#1  %1").arg(format::text(expected.top.front().config.describe())));
+        narrow.pin(chosen, QStringLiteral("#%1  %2").arg(pipelined + 1).arg(format::text(chosen.config.describe())));
+        narrow.resize(400, 500); // a dock at its default width
+        narrow.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&narrow));
+        QTableWidget* grid = narrow.table();
+        QTRY_VERIFY2(grid->columnViewportPosition(2) + grid->columnWidth(2) <= grid->viewport()->width() + 1,
+                     qPrintable(QStringLiteral("column 2 ends at %1 of %2")
+                                    .arg(grid->columnViewportPosition(2) + grid->columnWidth(2))
+                                    .arg(grid->viewport()->width())));
+    }
     QVERIFY(window.compareWidget()->table()->item(7, 2)
             && !window.compareWidget()->table()->item(7, 2)->text().isEmpty());
 

@@ -102,8 +102,11 @@ CompareWidget::CompareWidget(QWidget* parent)
     m_table->setColumnCount(3);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionMode(QAbstractItemView::NoSelection);
-    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_table->horizontalHeader()->setStretchLastSection(true);
+    // The three columns share the dock's width, so "B vs A" is on screen however narrow the dock (long cells elide
+    // and keep their full text as a tooltip), instead of sitting past a horizontal scroll bar.
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_table->horizontalHeader()->setMinimumSectionSize(40);
+    m_table->setTextElideMode(Qt::ElideRight);
     m_table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->setWordWrap(false);
     m_table->setHorizontalHeaderLabels({tr("A"), tr("B"), tr("B vs A")});
@@ -167,6 +170,7 @@ void CompareWidget::refresh()
             const auto& slot = m_slots[static_cast<std::size_t>(c)];
             auto* item = new QTableWidgetItem(slot ? metric.text(slot->evaluation) : QString());
             item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            item->setToolTip(item->text()); // whole, where a narrow dock elides it
             m_table->setItem(r, c, item);
         }
         QString change;
