@@ -230,12 +230,7 @@ int runImportLog(const ImportLogOptions& o)
         std::cout << "\nPeak memory per GPU (the figure the log reports)\n";
         peaks.print(std::cout);
     }
-    std::cout << "\nCalibration: time x" << fixed(c.matmul_time_scale, 3) << " matmul, x"
-              << fixed(c.attention_time_scale, 3) << " attention, x" << fixed(c.memory_time_scale, 3)
-              << " memory-bound, x" << fixed(c.collective_time_scale, 3) << " communication"
-              << (c.kernel_floor_s > 0 ? cat(", kernels >= ", fixed(c.kernel_floor_s * 1e6, 1), " us") : std::string())
-              << "; peak " << (c.memory_offset_bytes >= 0 ? "+" : "") << fixed(c.memory_offset_bytes / units::kGB, 2)
-              << " GB\n";
+    std::cout << "\nCalibration: " << describeCalibration(c, 3) << '\n';
     for (const auto& note : result.notes)
         std::cout << "note: " << note << '\n';
     if (result.written)

@@ -4,6 +4,7 @@
 #include "charts/profile_chart.h"
 #include "jobs/plan_request.h"
 #include "jobs/profiler_process.h"
+#include "models/format.h"
 #include "models/profile_curves.h"
 #include "widgets/error_box.h"
 
@@ -354,14 +355,7 @@ void ProfilePanel::showState()
                                 .arg(measured.isEmpty() ? tr("nothing") : measured.join(QStringLiteral(", ")),
                                      datasheet.isEmpty() ? tr("nothing") : datasheet.join(QStringLiteral(", "))));
         if (const auto& c = m_status.profile->calibration) {
-            const QString scales = tr("time x%1 matmul, x%2 attention, x%3 memory-bound, x%4 communication; peak "
-                                      "%5%6 GB")
-                                       .arg(c->matmul_time_scale, 0, 'f', 2)
-                                       .arg(c->attention_time_scale, 0, 'f', 2)
-                                       .arg(c->memory_time_scale, 0, 'f', 2)
-                                       .arg(c->collective_time_scale, 0, 'f', 2)
-                                       .arg(c->memory_offset_bytes >= 0 ? QStringLiteral("+") : QString())
-                                       .arg(c->memory_offset_bytes / 1e9, 0, 'f', 2);
+            const QString scales = text(describeCalibration(*c));
             m_calibrated->setText(
                 (c->runs.size() == 1 ? tr("on 1 training run: %1") : tr("on %1 training runs: %2").arg(c->runs.size()))
                     .arg(scales));
@@ -526,11 +520,6 @@ bool ProfilePanel::importTrainingLogs(const QStringList& files)
         QApplication::setOverrideCursor(Qt::WaitCursor);
         const LogImportResult result = shardscape::importTrainingLogs(request);
         QApplication::restoreOverrideCursor();
-        const auto percent = [](double predicted, double measured) {
-            return predicted > 0 && measured > 0
-                ? QStringLiteral("%1%").arg(100 * (predicted / measured - 1), 0, 'f', 1)
-                : QStringLiteral("-");
-        };
         for (const auto& run : result.runs) {
             appendLog(tr("%1 (%2, %3): measured %4 s per step (%5 of %6 logged steps); predicted %7 s (%8) -> "
                          "calibrated %9 s (%10)%11")
@@ -539,31 +528,27 @@ bool ProfilePanel::importTrainingLogs(const QStringList& files)
                           .arg(run.steps_used)
                           .arg(run.steps_logged)
                           .arg(run.predicted_step_s, 0, 'f', 3)
-                          .arg(percent(run.predicted_step_s, run.measured_step_s))
+                          .arg(format::relativeDelta(run.measured_step_s, run.predicted_step_s))
                           .arg(run.calibrated_step_s, 0, 'f', 3)
-                          .arg(percent(run.calibrated_step_s, run.measured_step_s))
-                          .arg(run.held_out_step_s > 0 ? tr("; left out of the fit %1 s (%2)")
-                                                             .arg(run.held_out_step_s, 0, 'f', 3)
-                                                             .arg(percent(run.held_out_step_s, run.measured_step_s))
-                                                       : QString()));
+                          .arg(format::relativeDelta(run.measured_step_s, run.calibrated_step_s))
+                          .arg(run.held_out_step_s > 0
+                                   ? tr("; left out of the fit %1 s (%2)")
+                                         .arg(run.held_out_step_s, 0, 'f', 3)
+                                         .arg(format::relativeDelta(run.measured_step_s, run.held_out_step_s))
+                                   : QString()));
             if (run.measured_peak_bytes > 0)
                 appendLog(tr("  peak (max %1): measured %2 GB, predicted %3 GB (%4) -> calibrated %5 GB (%6)")
                               .arg(text(run.peak_kind))
                               .arg(run.measured_peak_bytes / 1e9, 0, 'f', 2)
                               .arg(run.predicted_peak_bytes / 1e9, 0, 'f', 2)
-                              .arg(percent(run.predicted_peak_bytes, run.measured_peak_bytes))
+                              .arg(format::relativeDelta(run.measured_peak_bytes, run.predicted_peak_bytes))
                               .arg(run.calibrated_peak_bytes / 1e9, 0, 'f', 2)
-                              .arg(percent(run.calibrated_peak_bytes, run.measured_peak_bytes)));
+                              .arg(format::relativeDelta(run.measured_peak_bytes, run.calibrated_peak_bytes)));
             for (const auto& warning : run.warnings)
                 appendLog(tr("  warning: %1").arg(text(warning)));
         }
         const ProfileCalibration& c = result.calibration;
-        appendLog(tr("calibration: time x%1 matmul, x%2 attention, x%3 memory-bound, x%4 communication; peak %5 GB")
-                      .arg(c.matmul_time_scale, 0, 'f', 3)
-                      .arg(c.attention_time_scale, 0, 'f', 3)
-                      .arg(c.memory_time_scale, 0, 'f', 3)
-                      .arg(c.collective_time_scale, 0, 'f', 3)
-                      .arg(c.memory_offset_bytes / 1e9, 0, 'f', 2));
+        appendLog(tr("calibration: %1").arg(text(describeCalibration(c, 3))));
         for (const auto& note : result.notes)
             appendLog(tr("note: %1").arg(text(note)));
         appendLog(tr("saved %1").arg(nativePath(result.file)));

@@ -3,6 +3,7 @@
 #include "shardscape/profile/profile_cost_source.h"
 
 #include "shardscape/profile/log_curve.h"
+#include "shardscape/profile/profile_summary.h"
 #include "shardscape/support/strings.h"
 
 #include <algorithm>
@@ -299,16 +300,9 @@ CostSourceChoice chooseCostSource(const Cluster& cluster, const CostParams& para
         if (const auto& calibration = choice.profile.profile->calibration) {
             choice.source = makeCalibratedCostSource(*calibration, choice.source);
             choice.calibrated_memory_bytes = calibration->memory_offset_bytes;
-            choice.profile.notes.push_back(cat(
-                "calibrated on ", calibration->runs.size(), " training run", calibration->runs.size() == 1 ? "" : "s",
-                " (", calibration->created_utc, "): time x", fixed(calibration->matmul_time_scale, 2), " matmul, x",
-                fixed(calibration->attention_time_scale, 2), " attention, x", fixed(calibration->memory_time_scale, 2),
-                " memory-bound, x", fixed(calibration->collective_time_scale, 2), " communication",
-                calibration->kernel_floor_s > 0
-                    ? cat(", kernels >= ", fixed(calibration->kernel_floor_s * 1e6, 1), " us")
-                    : std::string(),
-                "; peak ", calibration->memory_offset_bytes >= 0 ? "+" : "",
-                fixed(calibration->memory_offset_bytes / 1e9, 2), " GB"));
+            choice.profile.notes.push_back(cat("calibrated on ", calibration->runs.size(), " training run",
+                                               calibration->runs.size() == 1 ? "" : "s", " (", calibration->created_utc,
+                                               "): ", describeCalibration(*calibration)));
         }
     }
     return choice;

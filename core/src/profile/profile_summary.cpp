@@ -82,4 +82,13 @@ std::vector<ProfileKindSummary> summarizeProfile(const Profile& profile)
     return out;
 }
 
+std::string describeCalibration(const ProfileCalibration& c, int digits)
+{
+    return cat("time x", fixed(c.matmul_time_scale, digits), " matmul, x", fixed(c.attention_time_scale, digits),
+               " attention, x", fixed(c.memory_time_scale, digits), " memory-bound, x",
+               fixed(c.collective_time_scale, digits), " communication",
+               c.kernel_floor_s > 0 ? cat(", kernels >= ", fixed(c.kernel_floor_s * 1e6, 1), " us") : std::string(),
+               "; peak ", c.memory_offset_bytes >= 0 ? "+" : "", fixed(c.memory_offset_bytes / 1e9, 2), " GB");
+}
+
 } // namespace shardscape

@@ -390,13 +390,16 @@ LogImportResult importTrainingLogs(const LogImportRequest& request)
                                    "of the step; import runs that differ in sequence length, micro-batch or "
                                    "parallelism to separate them"));
     // Which scales the runs determined: a kind whose time share is nil in every run stays at 1.
+    std::vector<double> unscaled;
+    for (const auto& run : runs)
+        unscaled.push_back(predict(run, base, fromLogScales({}, 0)).step_s);
     for (int k = 0; k < kScales; ++k) {
         std::array<double, kScales> shifted {};
         shifted[k] = kStep;
         double sensitivity = 0;
-        for (const auto& run : runs) {
-            const double t0 = predict(run, base, fromLogScales({}, 0)).step_s;
-            const double t1 = predict(run, base, fromLogScales(shifted, 0)).step_s;
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            const double t0 = unscaled[i];
+            const double t1 = predict(runs[i], base, fromLogScales(shifted, 0)).step_s;
             sensitivity = std::max(sensitivity, std::fabs(std::log(t1 / t0)) / kStep);
         }
         if (sensitivity < 0.01)

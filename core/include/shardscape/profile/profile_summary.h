@@ -22,4 +22,8 @@ struct ProfileKindSummary
  */
 std::vector<ProfileKindSummary> summarizeProfile(const Profile& profile);
 
+/** A calibration's fitted terms in one line, for the CLI, the planner's profile note and the GUI: "time x0.91
+    matmul, x13.14 attention, x0.96 memory-bound, x1.00 communication[, kernels >= 40.0 us]; peak +13.78 GB". */
+std::string describeCalibration(const ProfileCalibration& calibration, int digits = 2);
+
 } // namespace shardscape
