@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // The GUI thread's responsiveness while the app plans llama2-70b on 128 x 8 h100-sxm (1,024 GPUs) and while the user
 // edits a what-if: a 1 ms QTimer records the longest gap between its ticks (the longest stall of the event loop),
-// from pressing Plan until the table, the charts and the timeline of the best candidate are on screen. Then it times
-// what-if re-simulations (edit -> result on screen). Targets: both under 50 ms. Runs on the offscreen platform.
+// from pressing Plan (once the model is loaded and the window has settled) until the table, the charts and the
+// timeline of the best candidate are on screen. Then it times what-if re-simulations (edit -> result on screen).
+// Targets: no stall over one 60 Hz frame (16 ms) while planning (issue 20 item 7); a what-if under 50 ms. Runs on
+// the offscreen platform. --trace prints the events and paints that took long, to say what a stall was made of.
 //
-//   bench_gui_responsiveness [--nodes N] [--model M] [--global-batch B] [--edits K]
+//   bench_gui_responsiveness [--nodes N] [--model M] [--global-batch B] [--edits K] [--trace]
 #include "jobs/evaluate_job.h"
 #include "jobs/plan_job.h"
+#include "models/layers_model.h"
 #include "widgets/cluster_panel.h"
 #include "widgets/main_window.h"
 #include "widgets/model_panel.h"
@@ -29,7 +32,8 @@ using namespace shardscape::ui;
 
 namespace {
 
-constexpr double kTargetMs = 50;
+constexpr double kTargetMs = 50; ///< a what-if edit until its result is on screen
+constexpr double kFrameMs = 16; ///< no stall of the GUI thread longer than a frame at 60 Hz
 
 /** Longest gap between the ticks of a 1 ms timer, in milliseconds, since reset(). */
 class StallMeter
@@ -42,7 +46,10 @@ public:
         m_timer.setTimerType(Qt::PreciseTimer);
         QObject::connect(&m_timer, &QTimer::timeout, parent, [this] {
             const qint64 now = m_clock.nsecsElapsed();
-            m_longest = std::max(m_longest, now - m_last);
+            if (now - m_last > m_longest) {
+                m_longest = now - m_last;
+                m_longestEnd = now;
+            }
             m_last = now;
         });
     }
@@ -53,6 +60,8 @@ public:
         m_longest = 0;
         m_timer.start();
     }
+    /** When the longest stall ended, ms after reset(). */
+    double longestEndMs() const { return static_cast<double>(m_longestEnd) / 1e6; }
     double stop()
     {
         m_timer.stop();
@@ -66,6 +75,7 @@ private:
     QElapsedTimer m_clock;
     qint64 m_last = 0;
     qint64 m_longest = 0;
+    qint64 m_longestEnd = 0;
 };
 
 /** Runs the event loop until `signal` of `sender` fires (or the timeout); true when it fired. */
@@ -91,13 +101,57 @@ const char* argument(int argc, char** argv, const char* name, const char* fallba
     return fallback;
 }
 
+/**
+ * With --trace: times every event the GUI thread dispatches and prints those over 4 ms (with the receiver and its
+ * parent) and the paints inside them over 1.5 ms, to say what a stall was made of.
+ */
+class TracingApplication : public QApplication
+{
+public:
+    TracingApplication(int& argc, char** argv, bool trace)
+        : QApplication(argc, argv)
+        , m_trace(trace)
+    {
+        m_clock.start();
+    }
+    bool notify(QObject* receiver, QEvent* event) override
+    {
+        if (!m_trace)
+            return QApplication::notify(receiver, event);
+        const bool outer = m_depth++ == 0;
+        QElapsedTimer t;
+        t.start();
+        const bool handled = QApplication::notify(receiver, event);
+        --m_depth;
+        const double ms = static_cast<double>(t.nsecsElapsed()) / 1e6;
+        const char* parent = receiver->parent() ? receiver->parent()->metaObject()->className() : "";
+        if (outer && ms > 4)
+            std::fprintf(stderr, "  [%.1f ms] event %d to %s (in %s): %.1f ms\n",
+                         static_cast<double>(m_clock.nsecsElapsed()) / 1e6, static_cast<int>(event->type()),
+                         receiver->metaObject()->className(), parent, ms);
+        else if (!outer && event->type() == QEvent::Paint && ms > 1.5)
+            std::fprintf(stderr, "    [%.1f ms] paint %s (in %s): %.1f ms\n",
+                         static_cast<double>(m_clock.nsecsElapsed()) / 1e6, receiver->metaObject()->className(), parent,
+                         ms);
+        return handled;
+    }
+
+private:
+    bool m_trace;
+    int m_depth = 0;
+    QElapsedTimer m_clock;
+};
+
 } // namespace
 
 int main(int argc, char** argv)
 {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
-    QApplication app(argc, argv);
+    bool trace = false;
+    for (int i = 1; i < argc; ++i)
+        trace = trace || std::strcmp(argv[i], "--trace") == 0;
+    TracingApplication app(argc, argv, trace);
     const QString model = QString::fromLatin1(argument(argc, argv, "--model", "llama2-70b"));
     const int nodes = std::atoi(argument(argc, argv, "--nodes", "128"));
     const int globalBatch = std::atoi(argument(argc, argv, "--global-batch", "1024"));
@@ -114,7 +168,13 @@ int main(int argc, char** argv)
     window.plannerPanel()->setGlobalBatch(globalBatch);
     window.resize(1920, 1080);
     window.show();
-    QApplication::processEvents();
+    // As a user would: the model's overview is on screen and the window has settled before Plan is pressed.
+    QElapsedTimer loading;
+    loading.start();
+    while (!window.modelPanel()->layersModel()->overview() && loading.elapsed() < 60'000)
+        QApplication::processEvents(QEventLoop::AllEvents, 10);
+    while (loading.elapsed() < 500)
+        QApplication::processEvents(QEventLoop::AllEvents, 10);
 
     // 1. Plan: from Plan until the best candidate's views are shown.
     StallMeter meter(&app);
@@ -135,8 +195,9 @@ int main(int argc, char** argv)
                 qPrintable(model), nodes, nodes * 8, globalBatch,
                 static_cast<unsigned long long>(result->counts.candidates_total), planWall,
                 1e3 * result->counts.elapsed_s);
-    std::printf("GUI thread longest stall while planning: %.1f ms (target < %.0f ms) %s\n", planStall, kTargetMs,
-                planStall < kTargetMs ? "OK" : "OVER");
+    std::printf("GUI thread longest stall while planning: %.1f ms, %.0f ms after Plan (target < %.0f ms: one frame) "
+                "%s\n",
+                planStall, meter.longestEndMs(), kFrameMs, planStall < kFrameMs ? "OK" : "OVER");
 
     // 2. What-if: alternate the micro-batch count of the selected plan; each edit re-simulates with the timeline.
     const auto baseline = *window.shownEvaluation();

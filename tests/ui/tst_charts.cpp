@@ -122,7 +122,8 @@ private Q_SLOTS:
         const QStringList labels {"weights", "gradients", "optimizer", "activations", "transient", "reserve"};
         for (int k = 0; k < sets.size(); ++k)
             QCOMPARE(sets[k]->label(), labels[k]);
-        QCOMPARE(chart.categories().size(), static_cast<int>(e.stages.size()));
+        QCOMPARE(chart.stageCount(), static_cast<int>(e.stages.size()));
+        QCOMPARE(chart.stageLabels().front(), QStringLiteral("0"));
         for (std::size_t i = 0; i < e.stages.size(); ++i) {
             const MemoryBreakdown& m = e.stages[i].memory;
             const std::array<double, 6> expected {m.weights,     m.gradients, m.optimizer,
@@ -424,7 +425,8 @@ private Q_SLOTS:
         Evaluation rejected;
         memory.setEvaluation(rejected);
         balance.setEvaluation(rejected, {});
-        QCOMPARE(memory.categories().size(), 0);
+        QCOMPARE(memory.stageCount(), 0);
+        QVERIFY(memory.stageLabels().isEmpty());
         QVERIFY(balance.barSets().isEmpty());
     }
 };

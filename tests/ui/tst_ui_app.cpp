@@ -15,6 +15,7 @@
 #include "widgets/candidates_panel.h"
 #include "widgets/cluster_panel.h"
 #include "widgets/compare_widget.h"
+#include "widgets/idle_steps.h"
 #include "widgets/main_window.h"
 #include "widgets/model_panel.h"
 #include "widgets/planner_panel.h"
@@ -43,6 +44,8 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
+#include <QTimer>
 #include <QTreeView>
 #include <QUrl>
 
@@ -129,6 +132,7 @@ private slots:
     void moeLayerShowsItsExperts();
     void progressIsThrottledAndNamesThePhase();
     void cancelStopsWithin100ms();
+    void idleStepsRunOneAtATimeInQuietPasses();
     void staleResultIsDropped();
     void badModelFileFails();
     void evaluateJobMatchesCore();
@@ -403,6 +407,66 @@ void TestUiApp::progressIsThrottledAndNamesThePhase()
     QCOMPARE(phases, (QStringList {QStringLiteral("enumerating"), QStringLiteral("costing")}));
     QCOMPARE(lastDone, kTotal);
     mailbox.release();
+
+    // Coalescing: updates of one phase that pile up before the GUI thread drains become one call with the latest
+    // figures; a new phase still gets a call of its own, in order.
+    GuiMailbox slow(&receiver);
+    QList<quint64> seen;
+    QStringList seenPhases;
+    ForwardingProgress coalescing(
+        slow,
+        [&](const QString& phase, quint64 done, quint64) {
+            seenPhases << phase;
+            seen << done;
+        },
+        [](const QString&) {});
+    for (std::uint64_t i = 1; i <= 500; ++i)
+        coalescing.progress("costing", i, 1000);
+    coalescing.progress("simulating", 1, 10);
+    coalescing.progress("simulating", 7, 10);
+    QCOMPARE(coalescing.postedCount(), std::uint64_t {2});
+    slow.hold();
+    slow.release(); // runs what is queued
+    QCOMPARE(seenPhases, (QStringList {QStringLiteral("costing"), QStringLiteral("simulating")}));
+    QCOMPARE(seen, (QList<quint64> {500, 7}));
+    // Once delivered, the next update is posted again.
+    coalescing.progress("simulating", 10, 10);
+    QCOMPARE(coalescing.postedCount(), std::uint64_t {3});
+}
+
+void TestUiApp::idleStepsRunOneAtATimeInQuietPasses()
+{
+    IdleSteps steps;
+    QStringList ran;
+    steps.post(1, [&] { ran << QStringLiteral("a"); });
+    steps.post(2, [&] { ran << QStringLiteral("b"); });
+    steps.postLast(9, [&] { ran << QStringLiteral("done"); });
+    steps.post(1, [&] { ran << QStringLiteral("a2"); }); // replaces "a" in its turn
+    steps.post(3, [&] { ran << QStringLiteral("c"); });
+    steps.postLast(9, [&] { ran << QStringLiteral("done2"); }); // moves behind "c"
+    steps.runNow(2);
+    QCOMPARE(ran, QStringList {QStringLiteral("b")});
+    // Never two steps in one pass of the event loop.
+    QCoreApplication::processEvents();
+    QVERIFY(ran.size() <= 2);
+    QTRY_VERIFY(steps.isEmpty());
+    QCOMPARE(ran,
+             (QStringList {QStringLiteral("b"), QStringLiteral("a2"), QStringLiteral("c"), QStringLiteral("done2")}));
+
+    // A pass kept busy by other work (a 10 ms timer here) holds the steps back, but at most kMaxWaits passes.
+    ran.clear();
+    QTimer busy;
+    busy.setInterval(0);
+    connect(&busy, &QTimer::timeout, [] { QThread::msleep(10); });
+    busy.start();
+    QElapsedTimer clock;
+    clock.start();
+    steps.post(1, [&] { ran << QStringLiteral("late"); });
+    QTRY_VERIFY(!ran.isEmpty());
+    busy.stop();
+    QVERIFY2(clock.elapsed() >= 10 * IdleSteps::kMaxWaits / 2, qPrintable(QString::number(clock.elapsed())));
+    steps.clear();
+    QVERIFY(steps.isEmpty());
 }
 
 void TestUiApp::cancelStopsWithin100ms()

@@ -11,9 +11,11 @@
 #include <QPainter>
 #include <QSvgGenerator>
 #include <QToolTip>
+#include <QValueAxis>
 #include <QXYSeries>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -121,6 +123,8 @@ void ChartBase::resizeEvent(QResizeEvent* event)
         applyTitles();
     }
     fitLegend();
+    if (!m_tickAxes.empty())
+        QMetaObject::invokeMethod(this, &ChartBase::fitTicks, Qt::QueuedConnection);
 }
 
 void ChartBase::fitLegend()
@@ -142,6 +146,109 @@ void ChartBase::showToolTip(const QString& text)
         QToolTip::hideText();
     else
         QToolTip::showText(QCursor::pos(), text, this);
+}
+
+void ChartBase::keepTicksReadable(QValueAxis* axis)
+{
+    if (m_tickAxes.empty())
+        connect(chart(), &QChart::plotAreaChanged, this,
+                [this] { QMetaObject::invokeMethod(this, &ChartBase::fitTicks, Qt::QueuedConnection); });
+    m_tickAxes.push_back(axis);
+}
+
+namespace {
+
+/** The round steps: 1, 2, 2.5 and 5 times a power of ten. */
+constexpr std::array<double, 4> kRoundSteps {1.0, 2.0, 2.5, 5.0};
+
+/** Decimals a label needs to tell ticks `step` apart. */
+int decimalsFor(double step)
+{
+    const double decade = std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+    const bool quarter = std::abs(step / decade - 2.5) < 1e-9;
+    return std::max(0, static_cast<int>(std::ceil(-std::log10(decade) - 1e-9)) + (quarter ? 1 : 0));
+}
+
+/** The smallest round step whose labels, written with the decimals it needs, fit between two ticks over
+    [min, max] drawn `plotWidth` pixels wide; QtCharts keeps a few pixels around each label and cuts a wider one. */
+double readableStep(const QFontMetrics& fm, double min, double max, double plotWidth)
+{
+    const double range = max - min;
+    for (double decade = std::pow(10.0, std::floor(std::log10(range / 50)));; decade *= 10)
+        for (const double m : kRoundSteps) {
+            const double step = m * decade;
+            const int decimals = decimalsFor(step);
+            const int widest = std::max(fm.horizontalAdvance(QString::number(min, 'f', decimals)),
+                                        fm.horizontalAdvance(QString::number(max, 'f', decimals)));
+            if (step * plotWidth / range >= widest + 14.0 || step >= range)
+                return step;
+        }
+}
+
+} // namespace
+
+std::pair<double, double> ChartBase::niceRange(double lo, double hi, int intervals)
+{
+    if (!(hi > lo))
+        hi = lo + 1;
+    const double raw = (hi - lo) / intervals;
+    for (double decade = std::pow(10.0, std::floor(std::log10(raw)));; decade *= 10)
+        for (const double m : kRoundSteps) {
+            const double step = m * decade;
+            const double first = std::floor(lo / step + 1e-9) * step;
+            if (first + intervals * step >= hi - 1e-12 * std::abs(hi))
+                return {first, first + intervals * step};
+        }
+}
+
+void ChartBase::setReadableRange(QValueAxis* axis, double lo, double hi)
+{
+    const double plotWidth = chart()->plotArea().width() > 0 ? chart()->plotArea().width() : width() * 0.6;
+    const auto [min, max] = niceRange(lo, hi, 4);
+    const double step = readableStep(QFontMetrics(axis->labelsFont()), min, max, std::max(plotWidth, 40.0));
+    // Each change lays the axis out again: at most two, in the order that never asks for a crowd of ticks.
+    const bool coarser = axis->tickType() != QValueAxis::TicksDynamic || step > axis->tickInterval();
+    const auto applyStep = [&] {
+        axis->setTickType(QValueAxis::TicksDynamic);
+        axis->setTickAnchor(0);
+        axis->setTickInterval(step);
+        axis->setLabelFormat(QStringLiteral("%.%1f").arg(decimalsFor(step)));
+    };
+    if (coarser)
+        applyStep();
+    axis->setRange(min, max);
+    if (!coarser)
+        applyStep();
+}
+
+void ChartBase::fitTicks()
+{
+    const double plotWidth = chart()->plotArea().width();
+    if (plotWidth <= 0)
+        return;
+    for (QValueAxis* axis : m_tickAxes) {
+        if (!(axis->max() > axis->min()))
+            continue;
+        const double step = readableStep(QFontMetrics(axis->labelsFont()), axis->min(), axis->max(), plotWidth);
+        const QString format = QStringLiteral("%.%1f").arg(decimalsFor(step));
+        if (axis->tickType() == QValueAxis::TicksDynamic && axis->tickInterval() == step
+            && axis->labelFormat() == format)
+            continue;
+        axis->setTickType(QValueAxis::TicksDynamic);
+        axis->setTickAnchor(0);
+        axis->setTickInterval(step);
+        axis->setLabelFormat(format);
+    }
+}
+
+int ChartBase::numberStride(int count, double perBar, const QFont& font)
+{
+    // The widest number plus the padding QtCharts keeps around a label.
+    const double needed = QFontMetrics(font).horizontalAdvance(QString::number(std::max(0, count - 1))) + 14.0;
+    for (int decade = 1;; decade *= 10)
+        for (const int step : {1, 2, 4, 5, 8})
+            if (step * decade * std::max(perBar, 1e-3) >= needed || step * decade >= count)
+                return step * decade;
 }
 
 bool ChartBase::labelsTruncated() const

@@ -4,6 +4,7 @@
 #include <QChartView>
 #include <QString>
 
+#include <utility>
 #include <vector>
 
 class QAbstractAxis;
@@ -37,6 +38,10 @@ public:
     /** Whether any axis shortened one of its labels with "..." at the current size (for tests). */
     bool labelsTruncated() const;
 
+    /** The smallest of 1, 2, 4, 5, 8, 10, 20, 40, 50, 80, 100, ... at which `count` numbers fit bars `perBar`
+        pixels apart in `font`. */
+    static int numberStride(int count, double perBar, const QFont& font);
+
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;
 
@@ -53,6 +58,15 @@ protected:
     QFont labelFont() const;
     /** Legend below when its entries fit on one row, else on the right, one per row (never cut to "..."). */
     void fitLegend();
+    /** Keeps a horizontal value axis's labels whole: whenever the plot area changes, its ticks are spaced at a round
+        step (1, 2, 2.5 or 5 x 10^k) wide enough for its widest label. Give it ranges with setReadableRange. */
+    void keepTicksReadable(QValueAxis* axis);
+    /** Widens [lo, hi] to round ends and spaces the ticks readably, in at most two changes of the axis (each lays
+        the chart out again, about 2 ms): instead of setRange, applyNiceNumbers and a tick fit. */
+    void setReadableRange(QValueAxis* axis, double lo, double hi);
+    /** [lo, hi] widened to multiples of a round step with `intervals` steps between its ends, so that a fixed tick
+        count of intervals + 1 falls on round numbers: one setRange instead of setRange and applyNiceNumbers. */
+    static std::pair<double, double> niceRange(double lo, double hi, int intervals);
     /** Shows a tool tip at the cursor, or hides it when `text` is empty. */
     void showToolTip(const QString& text);
     void resizeEvent(QResizeEvent* event) override;
@@ -65,10 +79,12 @@ private:
         QString compactTitle;
     };
     void applyTitles();
+    void fitTicks();
 
     QString m_title;
     QString m_subtitle;
     std::vector<AxisTitle> m_axisTitles;
+    std::vector<QValueAxis*> m_tickAxes; ///< owned by the chart
     bool m_compact = false;
 };
 

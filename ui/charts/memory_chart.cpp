@@ -2,7 +2,6 @@
 #include "memory_chart.h"
 
 #include <QAreaSeries>
-#include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QChart>
 #include <QLegend>
@@ -48,7 +47,7 @@ MemoryChart::MemoryChart(QWidget* parent)
     , m_rangeLow(new QLineSeries(this))
     , m_rangeHigh(new QLineSeries(this))
     , m_range(new QAreaSeries(m_rangeHigh, m_rangeLow))
-    , m_axisX(new QBarCategoryAxis)
+    , m_axisX(new QValueAxis)
     , m_axisY(new QValueAxis)
 {
     QChart* c = chart();
@@ -75,6 +74,17 @@ MemoryChart::MemoryChart(QWidget* parent)
         s->attachAxis(m_axisY);
     }
     styleAxis(m_axisX, tr("pipeline stage"), tr("stage"));
+    // Stage numbers on a value axis (bar i sits at x = i): a category axis cuts each label to its own bar's width,
+    // so a 64-stage pipeline read "..." under every bar; here every stride-th number is written whole.
+    m_axisX->setTickType(QValueAxis::TicksDynamic);
+    m_axisX->setTickAnchor(0);
+    m_axisX->setTickInterval(1);
+    m_axisX->setMinorTickCount(0);
+    m_axisX->setLabelFormat(QStringLiteral("%d"));
+    m_axisX->setGridLineVisible(false);
+    // The plot area settles after the legend and the titles are laid out, which is after resizeEvent.
+    connect(c, &QChart::plotAreaChanged, this,
+            [this] { QMetaObject::invokeMethod(this, &MemoryChart::fitStageLabels, Qt::QueuedConnection); });
     styleAxis(m_axisY, tr("memory per device (GB)"), tr("GB per device"));
     m_axisY->setLabelFormat(QStringLiteral("%.0f"));
     connect(m_bars, &QStackedBarSeries::hovered, this,
@@ -98,70 +108,103 @@ void MemoryChart::clear()
     m_stages.clear();
     m_devices.clear();
     m_servingToolTip.clear();
-    m_axisX->clear();
+    m_axisX->setRange(-0.5, 0.5);
+    m_axisX->setLabelsVisible(false);
+    m_labelStride = 0;
     m_axisY->setRange(0, 80);
-    m_axisY->applyNiceNumbers();
     setChartTitle(tr("Memory per device"), tr("no plan selected"));
 }
 
 void MemoryChart::setEvaluation(const Evaluation& evaluation)
 {
-    clear();
     const auto stages = static_cast<int>(evaluation.stages.size());
     if (stages == 0) {
         // Rejected before costing: nothing to stack, say why instead.
+        clear();
         setChartTitle(tr("Memory per device"), QString::fromStdString(evaluation.reason));
         return;
     }
-    QStringList categories;
-    for (int i = 0; i < stages; ++i)
-        categories << QString::number(i);
-
-    QList<QBarSet*> sets;
-    double tallest = 0;
     bool calibrated = false;
     for (const StageReport& stage : evaluation.stages)
         calibrated = calibrated || stage.memory.calibrated != 0;
-    for (const Component& component : kComponents) {
-        if (component.bytes == &MemoryBreakdown::calibrated && !calibrated)
-            continue;
-        auto* set = new QBarSet(tr(component.name));
-        set->setColor(QColor(component.color));
-        set->setBorderColor(QColor(component.color).darker(120));
-        sets << set;
+    std::vector<const Component*> shown;
+    for (const Component& component : kComponents)
+        if (component.bytes != &MemoryBreakdown::calibrated || calibrated)
+            shown.push_back(&component);
+
+    // Another candidate with the same parts keeps the bar sets and only changes their values: rebuilding them
+    // re-creates every legend marker and bar item, the slowest part of a chart update (tens of ms on a laptop).
+    QList<QBarSet*> sets = m_bars->barSets();
+    bool reuse = m_servingToolTip.isEmpty() && sets.size() == static_cast<qsizetype>(shown.size());
+    for (std::size_t k = 0; reuse && k < shown.size(); ++k)
+        reuse = sets[static_cast<qsizetype>(k)]->label() == tr(shown[k]->name);
+    if (!reuse) {
+        clear();
+        sets.clear();
+        for (const Component* component : shown) {
+            auto* set = new QBarSet(tr(component->name));
+            set->setColor(QColor(component->color));
+            set->setBorderColor(QColor(component->color).darker(120));
+            sets << set;
+        }
+        m_bars->append(sets);
     }
+    m_stages.clear();
+    m_devices.clear();
+    double tallest = 0;
     for (const StageReport& stage : evaluation.stages) {
-        for (std::size_t k = 0; k < static_cast<std::size_t>(sets.size()); ++k)
-            sets[static_cast<qsizetype>(k)]->append(stage.memory.*kComponents[k].bytes / kBytesPerGB);
         tallest = std::max(tallest, stage.memory.total() / kBytesPerGB);
         m_stages.push_back(stage.memory);
         m_devices.push_back(stage.devices);
     }
-    m_bars->append(sets);
-    m_axisX->append(categories);
+    for (std::size_t k = 0; k < shown.size(); ++k) {
+        QBarSet* set = sets[static_cast<qsizetype>(k)];
+        QList<qreal> values;
+        values.reserve(stages);
+        for (const StageReport& stage : evaluation.stages)
+            values << stage.memory.*shown[k]->bytes / kBytesPerGB;
+        if (set->count() == stages) {
+            for (int i = 0; i < stages; ++i)
+                if (set->at(i) != values[i])
+                    set->replace(i, values[i]);
+        } else {
+            set->remove(0, set->count());
+            set->append(values);
+        }
+    }
+    m_axisX->setRange(-0.5, stages - 0.5);
+    m_axisX->setLabelsVisible(true);
+    fitStageLabels();
     setAxisTitle(m_axisX, stages > 1 ? tr("pipeline stage (one device each)") : tr("the device (no pipeline)"),
                  stages > 1 ? tr("stage") : tr("device"));
 
     m_limitGB = evaluation.memory_limit_bytes / kBytesPerGB;
-    if (m_limitGB > 0 && stages > 0) {
+    if (m_limitGB > 0) {
         // Category i sits at x = i, so the line runs across the outer halves of the first and last bars too.
-        m_limit->append(-0.5, m_limitGB);
-        m_limit->append(stages - 0.5, m_limitGB);
+        m_limit->replace(QList<QPointF> {{-0.5, m_limitGB}, {stages - 0.5, m_limitGB}});
         m_limit->setName(tr("limit %1 GB").arg(m_limitGB, 0, 'f', 1));
+    } else {
+        m_limit->clear();
+        m_limit->setName(tr("limit"));
     }
     const PredictionRange& range = evaluation.peak_memory_range;
     if (range.high > 0) {
         m_rangeGB = {range.low / kBytesPerGB, range.high / kBytesPerGB};
-        for (const double x : {-0.5, stages - 0.5}) {
-            m_rangeLow->append(x, m_rangeGB.first);
-            m_rangeHigh->append(x, m_rangeGB.second);
-        }
+        m_rangeLow->replace(QList<QPointF> {{-0.5, m_rangeGB.first}, {stages - 0.5, m_rangeGB.first}});
+        m_rangeHigh->replace(QList<QPointF> {{-0.5, m_rangeGB.second}, {stages - 0.5, m_rangeGB.second}});
         m_range->setName(tr("peak range %1 – %2 GB").arg(m_rangeGB.first, 0, 'f', 1).arg(m_rangeGB.second, 0, 'f', 1));
         m_range->setVisible(true);
         tallest = std::max(tallest, m_rangeGB.second);
+    } else {
+        m_rangeGB = {0, 0};
+        m_rangeLow->clear();
+        m_rangeHigh->clear();
+        m_range->setName(tr("peak range"));
+        m_range->setVisible(false);
     }
-    m_axisY->setRange(0, std::max(tallest, m_limitGB) * 1.08);
-    m_axisY->applyNiceNumbers();
+    // One change of the axis (a full relayout each) instead of setRange and applyNiceNumbers.
+    const auto [low, high] = niceRange(0, std::max(tallest, m_limitGB) * 1.08, m_axisY->tickCount() - 1);
+    m_axisY->setRange(low, high);
 
     const double peak = evaluation.peakMemory() / kBytesPerGB;
     const QString verdict = !evaluation.feasible                  ? tr("does not fit")
@@ -170,6 +213,26 @@ void MemoryChart::setEvaluation(const Evaluation& evaluation)
     setChartTitle(
         tr("Memory per device: peak %1 GB of %2 GB, %3").arg(peak, 0, 'f', 1).arg(m_limitGB, 0, 'f', 1).arg(verdict),
         QString::fromStdString(evaluation.config.describe()));
+}
+
+void MemoryChart::resizeEvent(QResizeEvent* event)
+{
+    ChartBase::resizeEvent(event);
+    fitStageLabels();
+}
+
+void MemoryChart::fitStageLabels()
+{
+    const auto stages = static_cast<int>(m_stages.size());
+    if (stages == 0 || !m_servingToolTip.isEmpty())
+        return;
+    // Room per bar: the plot area once laid out, else the widget less the value axis, legend and margins.
+    const double plotWidth = chart()->plotArea().width() > 0 ? chart()->plotArea().width() : width() - 260.0;
+    const int stride = numberStride(stages, plotWidth / stages, labelFont());
+    if (stride == m_labelStride)
+        return;
+    m_labelStride = stride;
+    m_axisX->setTickInterval(stride);
 }
 
 void MemoryChart::setServing(const ServingEstimate& estimate)
@@ -209,14 +272,13 @@ void MemoryChart::setServing(const ServingEstimate& estimate)
     }
     m_bars->append(sets);
     const QString deployment = QString::fromStdString(estimate.parallel.describe());
-    m_axisX->append(QStringList {tr("one GPU")});
-    setAxisTitle(m_axisX, deployment, deployment);
+    setAxisTitle(m_axisX, tr("one GPU: %1").arg(deployment), tr("one GPU"));
     m_limitGB = m.capacity / kBytesPerGB;
     m_limit->append(-0.5, m_limitGB);
     m_limit->append(0.5, m_limitGB);
     m_limit->setName(tr("limit %1 GB").arg(m_limitGB, 0, 'f', 1));
-    m_axisY->setRange(0, std::max(total, m_limitGB) * 1.08);
-    m_axisY->applyNiceNumbers();
+    const auto [low, high] = niceRange(0, std::max(total, m_limitGB) * 1.08, m_axisY->tickCount() - 1);
+    m_axisY->setRange(low, high);
     setChartTitle(tr("KV cache %1 GB per GPU").arg(m.kv_cache / kBytesPerGB, 0, 'f', 1),
                   tr("%1 sequences in flight, room for %2").arg(estimate.concurrency).arg(estimate.max_concurrency));
 }
@@ -226,9 +288,14 @@ QList<QBarSet*> MemoryChart::barSets() const
     return m_bars->barSets();
 }
 
-QStringList MemoryChart::categories() const
+QStringList MemoryChart::stageLabels() const
 {
-    return m_axisX->categories();
+    QStringList labels;
+    if (!m_axisX->labelsVisible() || m_labelStride <= 0)
+        return labels;
+    for (int i = 0; i < static_cast<int>(m_stages.size()); i += m_labelStride)
+        labels << QString::number(i);
+    return labels;
 }
 
 void MemoryChart::showBarToolTip(bool hovered, int index, QBarSet* set)

@@ -10,7 +10,6 @@
 #include <QStringList>
 
 class QAreaSeries;
-class QBarCategoryAxis;
 class QBarSet;
 class QLineSeries;
 class QStackedBarSeries;
@@ -47,8 +46,10 @@ public:
     QLineSeries* limitSeries() const { return m_limit; }
     /** The limit line's height, GB (0 when there is none). */
     double limitGB() const { return m_limitGB; }
-    /** Stage labels along the x axis. */
-    QStringList categories() const;
+    /** Stages the bars stand for (0 when none). */
+    int stageCount() const { return static_cast<int>(m_stages.size()); }
+    /** The stage numbers written along the x axis: every stride-th stage, as many as have room. */
+    QStringList stageLabels() const;
     QValueAxis* valueAxis() const { return m_axisY; }
     /** The peak-memory range band (empty without a range): upper and lower lines at its high and low end, GB. */
     QAreaSeries* peakRangeSeries() const { return m_range; }
@@ -57,6 +58,9 @@ public:
 
 private:
     void showBarToolTip(bool hovered, int index, QBarSet* set);
+    void resizeEvent(QResizeEvent* event) override;
+    /** Stage numbers thinned to what the axis has room for (a 64-stage pipeline on a quarter-screen chart). */
+    void fitStageLabels();
 
     QStackedBarSeries* m_bars = nullptr;
     QLineSeries* m_limit = nullptr;
@@ -64,9 +68,10 @@ private:
     QLineSeries* m_rangeHigh = nullptr;
     QAreaSeries* m_range = nullptr;
     std::pair<double, double> m_rangeGB {0, 0};
-    QBarCategoryAxis* m_axisX = nullptr;
+    QValueAxis* m_axisX = nullptr; ///< stage numbers (bar i at x = i)
     QValueAxis* m_axisY = nullptr;
     double m_limitGB = 0;
+    int m_labelStride = 0; ///< every m_labelStride-th stage is numbered
     std::vector<MemoryBreakdown> m_stages; ///< bytes, for the tool tips
     std::vector<int> m_devices; ///< GPUs per stage, for the tool tips
     QString m_servingToolTip; ///< the bar's tool tip for a serving deployment

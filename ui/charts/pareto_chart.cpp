@@ -87,6 +87,7 @@ ParetoChart::ParetoChart(QWidget* parent)
     }
     styleAxis(m_axisX, tr("step time (s)"), tr("step (s)"));
     m_axisX->setMinorTickCount(4);
+    keepTicksReadable(m_axisX);
     m_axisX->setMinorGridLineColor(QColor(0xF0, 0xF0, 0xF0));
     styleAxis(m_axisY, tr("peak memory per device (GB)"), tr("peak GB"));
     m_axisY->setLabelFormat(QStringLiteral("%.0f"));
@@ -117,7 +118,7 @@ void ParetoChart::clear()
     m_selected->setName(tr("selected"));
     m_front->setName(tr("Pareto front"));
     m_limit->setName(tr("limit"));
-    m_axisX->setRange(0, 1);
+    setReadableRange(m_axisX, 0, 1);
     m_axisY->setRange(0, 80);
     setChartTitle(tr("Step time vs memory"), tr("no candidates"));
 }
@@ -170,10 +171,9 @@ void ParetoChart::setCandidates(const std::vector<Evaluation>& feasible, const s
         return;
     }
     const double spanX = maxX > minX ? maxX - minX : std::max(minX * 0.2, 1e-3);
-    m_axisX->setRange(std::max(0.0, minX - 0.06 * spanX), maxX + 0.06 * spanX);
-    m_axisX->applyNiceNumbers();
-    m_axisY->setRange(0, std::max(maxY, limit) * 1.08);
-    m_axisY->applyNiceNumbers();
+    setReadableRange(m_axisX, std::max(0.0, minX - 0.06 * spanX), maxX + 0.06 * spanX);
+    const auto [yLow, yHigh] = niceRange(0, std::max(maxY, limit) * 1.08, m_axisY->tickCount() - 1);
+    m_axisY->setRange(yLow, yHigh);
     if (limit > 0) {
         m_limit->append(m_axisX->min(), limit);
         m_limit->append(m_axisX->max(), limit);

@@ -31,6 +31,7 @@ StageBalanceChart::StageBalanceChart(QWidget* parent)
     , m_bars(new QBarSeries)
     , m_mean(new QLineSeries)
     , m_axisX(new QBarCategoryAxis)
+    , m_numberAxis(new QValueAxis(this))
     , m_axisY(new QValueAxis)
 {
     QChart* c = chart();
@@ -43,16 +44,26 @@ StageBalanceChart::StageBalanceChart(QWidget* parent)
     c->addSeries(m_mean);
     c->addAxis(m_axisX, Qt::AlignBottom);
     c->addAxis(m_axisY, Qt::AlignLeft);
+    m_shownX = m_axisX;
     for (QAbstractSeries* s : c->series()) {
         s->attachAxis(m_axisX);
         s->attachAxis(m_axisY);
     }
     styleAxis(m_axisX, tr("pipeline stage: layers"), tr("stage"));
+    styleAxis(m_numberAxis, tr("pipeline stage (hover a bar for its layers)"), tr("stage"));
+    m_numberAxis->setTickType(QValueAxis::TicksDynamic);
+    m_numberAxis->setTickAnchor(0);
+    m_numberAxis->setMinorTickCount(0);
+    m_numberAxis->setLabelFormat(QStringLiteral("%d"));
+    m_numberAxis->setGridLineVisible(false);
     styleAxis(m_axisY, tr("time per micro-batch (ms)"), tr("ms per micro-batch"));
     m_axisY->setLabelFormat(QStringLiteral("%.0f"));
     // Queued: the axis reports truncation while the chart lays itself out; relabel after that.
     connect(m_axisX, &QAbstractAxis::labelsTruncatedChanged, this, &StageBalanceChart::onLabelsTruncated,
             Qt::QueuedConnection);
+    // The plot area settles after the legend and the titles are laid out, which is after resizeEvent.
+    connect(c, &QChart::plotAreaChanged, this,
+            [this] { QMetaObject::invokeMethod(this, &StageBalanceChart::fitCategoryLabels, Qt::QueuedConnection); });
     connect(m_bars, &QBarSeries::hovered, this,
             [this](bool hovered, int index, QBarSet*) { showBarToolTip(hovered, index); });
     clear();
@@ -60,11 +71,27 @@ StageBalanceChart::StageBalanceChart(QWidget* parent)
 
 StageBalanceChart::~StageBalanceChart() = default;
 
+void StageBalanceChart::useXAxis(QAbstractAxis* axis)
+{
+    if (axis == m_shownX)
+        return;
+    QChart* c = chart();
+    for (QAbstractSeries* s : c->series())
+        s->detachAxis(m_shownX);
+    c->removeAxis(m_shownX); // hands it back: this widget keeps it for later
+    m_shownX->setParent(this);
+    c->addAxis(axis, Qt::AlignBottom);
+    for (QAbstractSeries* s : c->series())
+        s->attachAxis(axis);
+    m_shownX = axis;
+}
+
 void StageBalanceChart::clear()
 {
     m_bars->clear();
     m_mean->clear();
     m_mean->setName(tr("mean"));
+    useXAxis(m_axisX);
     m_axisX->clear();
     m_labels.clear();
     m_toolTips.clear();
@@ -120,8 +147,8 @@ void StageBalanceChart::setEvaluation(const Evaluation& evaluation, const std::v
     m_mean->append(-0.5, mean);
     m_mean->append(static_cast<double>(stages.size()) - 0.5, mean);
     m_mean->setName(tr("mean %1 ms").arg(mean, 0, 'f', 1));
-    m_axisY->setRange(0, slowest * 1.12);
-    m_axisY->applyNiceNumbers();
+    const auto [low, high] = niceRange(0, slowest * 1.12, m_axisY->tickCount() - 1);
+    m_axisY->setRange(low, high);
     fitCategoryLabels();
 
     const double imbalance = mean > 0 ? slowest / mean : 1.0;
@@ -136,7 +163,12 @@ QList<QBarSet*> StageBalanceChart::barSets() const
 
 QStringList StageBalanceChart::categories() const
 {
-    return m_axisX->categories();
+    if (m_shownX == m_axisX)
+        return m_axisX->categories();
+    QStringList numbers;
+    for (int i = 0; i < m_labels.size(); i += std::max(1, m_labelStride))
+        numbers << QString::number(i);
+    return numbers;
 }
 
 void StageBalanceChart::resizeEvent(QResizeEvent* event)
@@ -173,13 +205,22 @@ void StageBalanceChart::fitCategoryLabels()
         style = LabelStyle::TwoLines;
     else if (longestRanges + 16 <= perBar)
         style = LabelStyle::ThreeLines;
-    applyLabelStyle(style, fm.horizontalAdvance(QString::number(m_labels.size() - 1)) + 12 > perBar);
+    applyLabelStyle(
+        style, style == LabelStyle::Numbers ? numberStride(static_cast<int>(m_labels.size()), perBar, labelFont()) : 1);
 }
 
-void StageBalanceChart::applyLabelStyle(LabelStyle style, bool narrow)
+void StageBalanceChart::applyLabelStyle(LabelStyle style, int stride)
 {
-    if (style != m_labelStyle || m_axisX->categories().isEmpty()) {
+    if (style != m_labelStyle || stride != m_labelStride || m_axisX->categories().isEmpty()) {
         m_labelStyle = style;
+        m_labelStride = stride;
+        if (style == LabelStyle::Numbers) {
+            m_numberAxis->setRange(-0.5, static_cast<double>(m_labels.size()) - 0.5);
+            m_numberAxis->setTickInterval(stride);
+            useXAxis(m_numberAxis);
+            return;
+        }
+        useXAxis(m_axisX);
         QStringList categories;
         for (int i = 0; i < m_labels.size(); ++i) {
             const QString layers = m_labels[i].section(QStringLiteral(": "), 1);
@@ -196,23 +237,13 @@ void StageBalanceChart::applyLabelStyle(LabelStyle style, bool narrow)
                                   .arg(tr("layers"), layers.section(QLatin1Char(' '), 1));
                 break;
             case LabelStyle::Numbers:
-                categories << QString::number(i);
                 break;
             }
         }
         m_axisX->clear();
         m_axisX->append(categories);
-        setAxisTitle(m_axisX,
-                     style == LabelStyle::Numbers ? tr("pipeline stage (hover a bar for its layers)")
-                                                  : tr("pipeline stage: layers"),
-                     tr("stage"));
+        setAxisTitle(m_axisX, tr("pipeline stage: layers"), tr("stage"));
     }
-    // Crowded bare numbers get a smaller font rather than a rotation: rotated labels need height
-    // that small charts do not have.
-    QFont f = labelFont();
-    if (style == LabelStyle::Numbers && narrow)
-        f.setPointSizeF(f.pointSizeF() * 0.8);
-    m_axisX->setLabelsFont(f);
 }
 
 void StageBalanceChart::onLabelsTruncated(bool truncated)
@@ -221,16 +252,15 @@ void StageBalanceChart::onLabelsTruncated(bool truncated)
         return;
     switch (m_labelStyle) {
     case LabelStyle::OneLine:
-        applyLabelStyle(LabelStyle::TwoLines, false);
+        applyLabelStyle(LabelStyle::TwoLines, 1);
         break;
     case LabelStyle::TwoLines:
-        applyLabelStyle(LabelStyle::ThreeLines, false);
+        applyLabelStyle(LabelStyle::ThreeLines, 1);
         break;
     case LabelStyle::ThreeLines:
-        applyLabelStyle(LabelStyle::Numbers, false);
+        applyLabelStyle(LabelStyle::Numbers, 1);
         break;
-    case LabelStyle::Numbers:
-        applyLabelStyle(LabelStyle::Numbers, true);
+    case LabelStyle::Numbers: // on the number axis, whose spacing fitCategoryLabels chose
         break;
     }
 }

@@ -11,6 +11,7 @@
 
 #include <vector>
 
+class QAbstractAxis;
 class QBarCategoryAxis;
 class QBarSeries;
 class QBarSet;
@@ -43,7 +44,8 @@ public:
     QLineSeries* meanSeries() const { return m_mean; }
     /** "i: layers a-b" per stage (chunks joined by ", " for interleaved schedules). */
     QStringList stageLabels() const { return m_labels; }
-    /** What the x axis shows now: the stage labels on one to three lines, or bare stage numbers when narrow. */
+    /** What the x axis shows now: the stage labels on one to three lines, or, when narrow, the stage numbers
+        written (every stride-th, on a value axis, so that none is cut to "..."). */
     QStringList categories() const;
     /** The slowest stage, or -1. */
     int slowestStage() const { return m_slowest; }
@@ -60,18 +62,24 @@ private:
         Numbers
     };
     void fitCategoryLabels();
-    void applyLabelStyle(LabelStyle style, bool narrow);
+    /** `stride`: with bare numbers, every stride-th stage is numbered. */
+    void applyLabelStyle(LabelStyle style, int stride);
     void onLabelsTruncated(bool truncated);
+    /** Puts `axis` under the bars and the mean line in place of the other x axis. */
+    void useXAxis(QAbstractAxis* axis);
     void showBarToolTip(bool hovered, int index);
 
     QBarSeries* m_bars = nullptr;
     QLineSeries* m_mean = nullptr;
-    QBarCategoryAxis* m_axisX = nullptr;
+    QBarCategoryAxis* m_axisX = nullptr; ///< stage labels with their layers
+    QValueAxis* m_numberAxis = nullptr; ///< bare stage numbers (bar i at x = i), every stride-th written
+    QAbstractAxis* m_shownX = nullptr; ///< the one of the two in the chart; the chart owns it, this widget the other
     QValueAxis* m_axisY = nullptr;
     QStringList m_labels;
     QStringList m_toolTips;
     int m_slowest = -1;
     LabelStyle m_labelStyle = LabelStyle::OneLine;
+    int m_labelStride = 1;
 };
 
 } // namespace shardscape::ui

@@ -23,10 +23,34 @@ void ForwardingProgress::progress(const std::string& phase, std::uint64_t done, 
             return;
         m_phase = phase;
         m_lastPermille = permille;
+        // The update still waiting in the mailbox takes the newer figures of its phase.
+        std::lock_guard stateLock(m_state->mutex);
+        if (m_state->waiting && m_state->waiting->phase == phase) {
+            m_state->waiting->done = done;
+            m_state->waiting->total = total;
+            return;
+        }
+        auto update = std::make_shared<Update>();
+        update->phase = phase;
+        update->done = done;
+        update->total = total;
+        m_state->waiting = update;
         ++m_posted;
+        m_mailbox.post([handler = m_onProgress, state = m_state, update] {
+            std::string phaseNow;
+            std::uint64_t doneNow = 0;
+            std::uint64_t totalNow = 0;
+            {
+                std::lock_guard guard(state->mutex);
+                if (state->waiting == update)
+                    state->waiting.reset();
+                phaseNow = update->phase;
+                doneNow = update->done;
+                totalNow = update->total;
+            }
+            handler(QString::fromStdString(phaseNow), doneNow, totalNow);
+        });
     }
-    m_mailbox.post(
-        [handler = m_onProgress, text = QString::fromStdString(phase), done, total] { handler(text, done, total); });
 }
 
 void ForwardingProgress::log(const std::string& line)

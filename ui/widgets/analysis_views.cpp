@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/analysis_views.h"
 
+#include "widgets/idle_steps.h"
+
 #include <QGridLayout>
 #include <QResizeEvent>
 #include <QSplitter>
@@ -43,6 +45,7 @@ constexpr int kChartHeight = 270;
 AnalysisViews::AnalysisViews(QWidget* parent)
     : QWidget(parent)
     , m_splitter(new QSplitter(Qt::Vertical, this))
+    , m_steps(new IdleSteps(this))
 {
     m_splitter->setChildrenCollapsible(false);
     auto* layout = new QVBoxLayout(this);
@@ -146,27 +149,31 @@ bool AnalysisViews::eventFilter(QObject* watched, QEvent* event)
 void AnalysisViews::showEvaluation(std::shared_ptr<const Evaluation> evaluation, std::shared_ptr<const CostModel> model,
                                    std::vector<std::pair<int, double>> bubbleCurve, const QString& title)
 {
-    // One step per view: each view's update and its repaint get an event-loop pass of their own.
-    auto steps = std::make_shared<std::vector<std::function<void()>>>();
+    // One step per view, each in a quiet pass of the event loop; a view's step still queued from an older
+    // evaluation is replaced.
+    const quint64 generation = ++m_showGeneration;
 #ifdef SHARDSCAPE_TIMELINE_VIEW
-    steps->push_back([this, evaluation, title] { m_timeline->setTimeline(evaluation->simulation, title); });
+    m_steps->post(TimelineStep, [this, evaluation, title] { m_timeline->setTimeline(evaluation->simulation, title); });
 #endif
 #ifdef SHARDSCAPE_MEMORY_CHART
-    steps->push_back([this, evaluation] { m_memory->setEvaluation(*evaluation); });
+    m_steps->post(MemoryStep, [this, evaluation] { m_memory->setEvaluation(*evaluation); });
 #endif
 #ifdef SHARDSCAPE_BUBBLE_CHART
-    steps->push_back([this, evaluation, curve = std::move(bubbleCurve)] {
+    m_steps->post(BubbleStep, [this, evaluation, curve = std::move(bubbleCurve)] {
         m_bubble->setCurve(curve, evaluation->config.num_microbatches);
     });
 #endif
 #ifdef SHARDSCAPE_BALANCE_CHART
-    steps->push_back([this, evaluation, model] { m_balance->setEvaluation(*evaluation, model->layers()); });
+    m_steps->post(BalanceStep, [this, evaluation, model] { m_balance->setEvaluation(*evaluation, model->layers()); });
 #endif
+    m_steps->postLast(AnnounceStep, [this, generation] {
+        if (generation == m_showGeneration && generation != m_pendingGeneration)
+            emit evaluationShown();
+    });
     Q_UNUSED(evaluation)
     Q_UNUSED(model)
     Q_UNUSED(bubbleCurve)
     Q_UNUSED(title)
-    runUpdates(++m_showGeneration, std::move(steps), 0);
 }
 
 void AnalysisViews::showPending(const Evaluation& estimate, std::shared_ptr<const CostModel> model,
@@ -178,43 +185,33 @@ void AnalysisViews::showPending(const Evaluation& estimate, std::shared_ptr<cons
     evaluation->simulation.reset();
     showEvaluation(std::move(evaluation), std::move(model), {}, title);
     m_pendingGeneration = m_showGeneration; // its last step comes later, from the event loop
+    // The timeline's title and its "simulating" state are cheap and say at once which candidate is coming.
+    m_steps->runNow(TimelineStep);
 }
 
-void AnalysisViews::runUpdates(quint64 generation, std::shared_ptr<std::vector<std::function<void()>>> steps,
-                               std::size_t next)
+void AnalysisViews::setCandidates(std::shared_ptr<const PlanResult> result, int selectedFeasible)
 {
-    if (generation != m_showGeneration)
-        return; // a newer evaluation took over
-    if (next == steps->size()) {
-        if (generation != m_pendingGeneration)
-            emit evaluationShown();
-        return;
-    }
-    (*steps)[next]();
-    QMetaObject::invokeMethod(
-        this, [this, generation, steps, next] { runUpdates(generation, steps, next + 1); }, Qt::QueuedConnection);
-}
-
-void AnalysisViews::setCandidates(const PlanResult& result, int selectedFeasible)
-{
+    m_selectedFeasible = selectedFeasible;
 #ifdef SHARDSCAPE_PARETO_CHART
-    m_pareto->setCandidates(result.top, result.infeasible, selectedFeasible);
+    m_steps->post(ParetoStep, [this, result = std::move(result)] {
+        m_pareto->setCandidates(result->top, result->infeasible, m_selectedFeasible);
+    });
 #endif
     Q_UNUSED(result)
-    Q_UNUSED(selectedFeasible)
 }
 
 void AnalysisViews::setSelectedCandidate(int selectedFeasible)
 {
+    m_selectedFeasible = selectedFeasible;
 #ifdef SHARDSCAPE_PARETO_CHART
     m_pareto->setSelectedIndex(selectedFeasible);
 #endif
-    Q_UNUSED(selectedFeasible)
 }
 
 void AnalysisViews::clear()
 {
     ++m_showGeneration;
+    m_steps->clear();
 #ifdef SHARDSCAPE_TIMELINE_VIEW
     m_timeline->clear();
 #endif

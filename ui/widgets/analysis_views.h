@@ -17,6 +17,7 @@ class QTabWidget;
 
 namespace shardscape::ui {
 
+class IdleSteps;
 class TimelineView;
 class MemoryChart;
 class ParetoChart;
@@ -40,13 +41,14 @@ public:
 
     /**
      * Shows one configuration: timeline (when simulated), memory, stage balance and the bubble curve. The views are
-     * updated one per event-loop pass, so that no single pass stalls the GUI for long; evaluationShown() follows
-     * the last one. A newer call abandons what is left of an older one.
+     * updated one per quiet event-loop pass (IdleSteps), so that no pass stalls the GUI for long; evaluationShown()
+     * follows the last one. A newer call replaces what is left of an older one.
      */
     void showEvaluation(std::shared_ptr<const Evaluation> evaluation, std::shared_ptr<const CostModel> model,
                         std::vector<std::pair<int, double>> bubbleCurve, const QString& title);
-    /** Every candidate of a plan on the Pareto chart; `selectedFeasible` indexes result.top (-1: none). */
-    void setCandidates(const PlanResult& result, int selectedFeasible);
+    /** Every candidate of a plan on the Pareto chart; `selectedFeasible` indexes result.top (-1: none). Plotted in a
+        quiet pass of its own, so that the plan's arrival stays one short event. */
+    void setCandidates(std::shared_ptr<const PlanResult> result, int selectedFeasible);
     /** Marks another candidate (index into the plan's top; -1: none) without rebuilding the Pareto chart. */
     void setSelectedCandidate(int selectedFeasible);
     /** The planner's estimate of a candidate whose full simulation is still running: every view leaves the
@@ -92,7 +94,15 @@ protected:
 
 private:
     void arrangeCharts(QSize area);
-    void runUpdates(quint64 generation, std::shared_ptr<std::vector<std::function<void()>>> steps, std::size_t next);
+    enum StepKey
+    {
+        TimelineStep,
+        MemoryStep,
+        BubbleStep,
+        BalanceStep,
+        AnnounceStep,
+        ParetoStep
+    };
 
     QSplitter* m_splitter;
     QStackedWidget* m_chartArea = nullptr;
@@ -102,6 +112,8 @@ private:
     std::vector<std::pair<QWidget*, QString>> m_charts; ///< with their tab titles
     ChartLayout m_layout = ChartLayout::None;
     quint64 m_showGeneration = 0;
+    IdleSteps* m_steps;
+    int m_selectedFeasible = -1;
     quint64 m_pendingGeneration = 0; ///< the generation showPending started: it announces nothing
     TimelineView* m_timeline = nullptr;
     MemoryChart* m_memory = nullptr;

@@ -3,9 +3,11 @@
 
 #include "shardscape/search/planner.h"
 
+#include <QSet>
 #include <QWidget>
 
 #include <memory>
+#include <vector>
 
 class QCheckBox;
 class QLabel;
@@ -39,13 +41,33 @@ public:
     void saveSettings(QSettings& settings) const;
     void restoreSettings(const QSettings& settings);
 
+    /**
+     * Columns the user chose from the header's menu: always shown, or always hidden. The others are shown while
+     * the table has room; when it has not, columns whose value is the same in every row go first, then TFLOP/s,
+     * HFU, tokens/s and the bubble, then the rest of the configuration (each cell's tool tip spells it out), so that
+     * TP, PP, DP, step time, MFU, peak memory and OOM risk are on screen without sideways scrolling.
+     */
+    void setColumnChoice(int column, bool shown);
+    /** Forgets the user's column choices: back to the automatic fit. */
+    void resetColumnChoices();
+    /** Columns hidden now because the table had no room for them (not the user's choice). */
+    int autoHiddenColumns() const { return m_autoHidden; }
+
 signals:
     /** `row` is a source row of model(); -1 when the selection was cleared. */
     void currentCandidateChanged(int row);
     void pinRequested(int row);
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
 private:
     void updateCount();
+    /** Measures each column's text once per result (cheaper than the header's per-layout ResizeToContents). */
+    void measureColumns();
+    /** Shows and hides columns so that the visible ones fit the viewport's width. */
+    void fitColumns();
+    void showHeaderMenu(const QPoint& pos);
 
     CandidatesModel* m_model;
     CandidatesProxy* m_proxy;
@@ -53,6 +75,11 @@ private:
     QCheckBox* m_feasibleOnly;
     QLabel* m_count;
     QTableView* m_view;
+    std::vector<int> m_natural; ///< each column's width for its header and cells, pixels
+    std::vector<bool> m_constant; ///< the column reads the same in every row
+    QSet<int> m_userShown;
+    QSet<int> m_userHidden;
+    int m_autoHidden = 0;
 };
 
 } // namespace shardscape::ui

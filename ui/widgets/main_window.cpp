@@ -630,7 +630,7 @@ void MainWindow::onPlanAvailable(std::shared_ptr<const PlanResult> result)
                .arg(m_result->counts.simulated)
                .arg(format::seconds(m_result->counts.elapsed_s));
     m_explanation->setPlainText(why.join(QLatin1Char('\n')));
-    m_views->setCandidates(*m_result, m_result->top.empty() ? -1 : 0);
+    m_views->setCandidates(m_result, m_result->top.empty() ? -1 : 0);
     const Cluster& cluster = m_result->model->cluster();
     setWindowTitle(tr("%1 on %2 × %3 %4")
                        .arg(QString::fromStdString(m_result->model->graph().name))
