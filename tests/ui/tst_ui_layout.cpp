@@ -76,6 +76,7 @@ class TestUiLayout : public QObject
 private slots:
     void holdsFrom1280x720To3840x2160();
     void stageNumbersNeverCollapse();
+    void stageLabelsWithLayersNeverCollapse();
 };
 
 void TestUiLayout::holdsFrom1280x720To3840x2160()
@@ -219,6 +220,34 @@ void TestUiLayout::stageNumbersNeverCollapse()
         QVERIFY2(written.size() >= 4, qPrintable(written.join(QLatin1Char(' '))));
         if (size.width() >= 1600)
             QVERIFY2(written.size() >= 16, qPrintable(written.join(QLatin1Char(' '))));
+    }
+}
+
+void TestUiLayout::stageLabelsWithLayersNeverCollapse()
+{
+    // Four stages of 20 blocks ("0: layers 0-20"): written on one to three lines, or as numbers, but never cut,
+    // whatever the chart's width, also after it changes.
+    Evaluation e;
+    e.feasible = true;
+    for (int s = 0; s < 4; ++s) {
+        StageReport stage;
+        stage.devices = 32;
+        stage.first_layer = 20 * s + (s > 0 ? 1 : 0);
+        stage.last_layer = 20 * s + 20;
+        stage.compute = 0.25;
+        e.stages.push_back(stage);
+    }
+    StageBalanceChart balance;
+    balance.setEvaluation(e, {});
+    balance.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&balance));
+    for (const QSize size :
+         {QSize(1200, 500), QSize(356, 300), QSize(480, 300), QSize(300, 260), QSize(700, 400), QSize(356, 300)}) {
+        balance.resize(size);
+        pumpEvents();
+        pumpEvents();
+        QVERIFY2(!balance.labelsTruncated(),
+                 qPrintable(QStringLiteral("%1 px wide: %2").arg(size.width()).arg(balance.categories().join(" | "))));
     }
 }
 

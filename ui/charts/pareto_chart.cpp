@@ -150,8 +150,7 @@ void ParetoChart::setCandidates(const std::vector<Evaluation>& feasible, const s
     };
     add(m_feasible, m_feasiblePoints, feasible);
     add(m_infeasible, m_infeasiblePoints, infeasible);
-    m_feasible->setName(tr("feasible (%1)").arg(m_feasible->count()));
-    m_infeasible->setName(tr("infeasible (%1)").arg(m_infeasible->count()));
+    // The counts go in the title: on a narrow chart the legend's column cuts a longer name ("infeasible (...").
 
     // Pareto front of the feasible points: sweep by step time, keep each point smaller than all faster ones.
     QList<QPointF> sorted = m_feasible->points();
@@ -179,8 +178,9 @@ void ParetoChart::setCandidates(const std::vector<Evaluation>& feasible, const s
         m_limit->append(m_axisX->max(), limit);
         m_limit->setName(tr("limit %1 GB").arg(limit, 0, 'f', 1));
     }
-    setChartTitle(tr("Step time vs memory: %1 candidates").arg(m_feasible->count() + m_infeasible->count()),
-                  tr("lower left is better; click a feasible point to select it"));
+    setChartTitle(
+        tr("Step time vs memory: %1 feasible, %2 infeasible").arg(m_feasible->count()).arg(m_infeasible->count()),
+        tr("lower left is better; click a feasible point to select it"));
     setSelectedIndex(selectedIndex);
 }
 

@@ -97,6 +97,7 @@ void StageBalanceChart::clear()
     m_toolTips.clear();
     m_slowest = -1;
     m_labelStyle = LabelStyle::OneLine;
+    m_cutPerBar = -1;
     m_axisY->setRange(0, 100);
     setChartTitle(tr("Stage balance"), tr("no plan selected"));
 }
@@ -205,6 +206,11 @@ void StageBalanceChart::fitCategoryLabels()
         style = LabelStyle::TwoLines;
     else if (longestRanges + 16 <= perBar)
         style = LabelStyle::ThreeLines;
+    // QtCharts cut this style (or a wider one) with no more room than now: stay narrower, or the labels flip back
+    // and forth between the style it cuts and the next one with every layout.
+    if (m_cutPerBar >= 0 && perBar <= m_cutPerBar + 0.5 && style <= m_cutStyle)
+        style = static_cast<LabelStyle>(static_cast<int>(m_cutStyle) + 1);
+    m_perBar = perBar;
     applyLabelStyle(
         style, style == LabelStyle::Numbers ? numberStride(static_cast<int>(m_labels.size()), perBar, labelFont()) : 1);
 }
@@ -248,8 +254,10 @@ void StageBalanceChart::applyLabelStyle(LabelStyle style, int stride)
 
 void StageBalanceChart::onLabelsTruncated(bool truncated)
 {
-    if (!truncated || m_labels.isEmpty())
+    if (!truncated || m_labels.isEmpty() || m_labelStyle == LabelStyle::Numbers)
         return;
+    m_cutStyle = m_labelStyle;
+    m_cutPerBar = m_perBar;
     switch (m_labelStyle) {
     case LabelStyle::OneLine:
         applyLabelStyle(LabelStyle::TwoLines, 1);

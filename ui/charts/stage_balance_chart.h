@@ -80,6 +80,10 @@ private:
     int m_slowest = -1;
     LabelStyle m_labelStyle = LabelStyle::OneLine;
     int m_labelStride = 1;
+    /** The widest style QtCharts cut at the room per bar below: refits with no more room stay narrower. */
+    LabelStyle m_cutStyle = LabelStyle::Numbers;
+    double m_cutPerBar = -1;
+    double m_perBar = 0; ///< room per bar at the last fit, pixels
 };
 
 } // namespace shardscape::ui
