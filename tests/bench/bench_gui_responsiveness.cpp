@@ -119,20 +119,20 @@ public:
         if (!m_trace)
             return QApplication::notify(receiver, event);
         const bool outer = m_depth++ == 0;
+        // Named before delivery: the event may delete its receiver (DeferredDelete, a closed dialog).
+        const char* name = receiver->metaObject()->className();
+        const char* parent = receiver->parent() ? receiver->parent()->metaObject()->className() : "";
+        const int type = static_cast<int>(event->type());
         QElapsedTimer t;
         t.start();
         const bool handled = QApplication::notify(receiver, event);
         --m_depth;
         const double ms = static_cast<double>(t.nsecsElapsed()) / 1e6;
-        const char* parent = receiver->parent() ? receiver->parent()->metaObject()->className() : "";
+        const double at = static_cast<double>(m_clock.nsecsElapsed()) / 1e6;
         if (outer && ms > 4)
-            std::fprintf(stderr, "  [%.1f ms] event %d to %s (in %s): %.1f ms\n",
-                         static_cast<double>(m_clock.nsecsElapsed()) / 1e6, static_cast<int>(event->type()),
-                         receiver->metaObject()->className(), parent, ms);
-        else if (!outer && event->type() == QEvent::Paint && ms > 1.5)
-            std::fprintf(stderr, "    [%.1f ms] paint %s (in %s): %.1f ms\n",
-                         static_cast<double>(m_clock.nsecsElapsed()) / 1e6, receiver->metaObject()->className(), parent,
-                         ms);
+            std::fprintf(stderr, "  [%.1f ms] event %d to %s (in %s): %.1f ms\n", at, type, name, parent, ms);
+        else if (!outer && type == QEvent::Paint && ms > 1.5)
+            std::fprintf(stderr, "    [%.1f ms] paint %s (in %s): %.1f ms\n", at, name, parent, ms);
         return handled;
     }
 
