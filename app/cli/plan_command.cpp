@@ -294,13 +294,7 @@ int runPlan(const PlanOptions& o)
                                       result.nothing_costed));
         throw InfeasibleError(
             cat(problem.graph->name, " fits nowhere on ", problem.cluster.nodes, " x ", problem.cluster.gpus_per_node,
-                " ", problem.cluster.device.name, ": the best configuration needs ",
-                fixed(result.min_memory_needed / units::kGB, 1), " GB per GPU, over the ",
-                fixed((config.memory_constraint > 0 ? config.memory_constraint * units::kGB
-                                                    : problem.cluster.device.memory_bytes)
-                          / units::kGB,
-                      1),
-                " GB limit",
+                " ", problem.cluster.device.name, ": ", whyNothingFits(result),
                 result.framework_limits.empty() ? std::string()
                                                 : cat(" (searching only what ", frameworkName(config.framework),
                                                       " runs: ", join(result.framework_limits, "; "), ")")),

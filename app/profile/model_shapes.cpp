@@ -2,6 +2,7 @@
 #include "model_shapes.h"
 
 #include "errors.h"
+#include "shardscape/support/json_nesting.h"
 
 #include <algorithm>
 #include <array>
@@ -255,6 +256,10 @@ json readJsonFile(const std::string& path)
         throw BadInput("cannot open '" + path + "'", "check the path");
     std::stringstream text;
     text << in.rdbuf();
+    if (const auto excess = shardscape::findJsonNestingExcess(text.str()))
+        throw BadInput("'" + path + "' nests JSON more than " + std::to_string(excess->limit) + " levels deep (at byte "
+                           + std::to_string(excess->offset) + ")",
+                       "is this the right file?");
     try {
         return json::parse(text.str());
     } catch (const json::parse_error& e) {

@@ -3,6 +3,7 @@
 
 #include "checksum.h"
 #include "errors.h"
+#include "shardscape/support/json_nesting.h"
 
 #include <cerrno>
 #include <cmath>
@@ -170,6 +171,10 @@ json reusableProfile(const std::filesystem::path& file, std::string_view deviceN
     std::ifstream in(file, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
+    if (shardscape::findJsonNestingExcess(text.str())) {
+        why = "JSON nested deeper than any profile";
+        return nullptr;
+    }
     json doc = json::parse(text.str(), nullptr, false);
     if (doc.is_discarded() || !doc.is_object()) {
         why = "not a JSON object";

@@ -76,6 +76,63 @@ private slots:
             QVERIFY2(message.size() > 10, message.c_str());
         }
     }
+
+    /**
+     * Every loader, fed what broke the JSON paths once (a 400 kB file of nested brackets crashed `plan --config F` and
+     * `simulate --from-config F` with SIGSEGV) and what could make one slow: nesting 200,000 deep, arrays of 200,000
+     * elements, a 1 MB line. Each is loaded or refused with an InputError, within the fuzzers' time budget.
+     */
+    void deepAndHugeInputs_data()
+    {
+        QTest::addColumn<QString>("target");
+        QTest::addColumn<QByteArray>("bytes");
+        constexpr int kDeep = 200'000;
+        const QByteArray deepArrays = QByteArray(kDeep, '[') + QByteArray(kDeep, ']');
+        QByteArray deepObjects;
+        for (int i = 0; i < kDeep / 8; ++i)
+            deepObjects += "{\"a\":";
+        deepObjects += "1" + QByteArray(kDeep / 8, '}');
+        QByteArray hugeArray = "[";
+        for (int i = 0; i < kDeep; ++i)
+            hugeArray += i == 0 ? "0" : ",0";
+        hugeArray += "]";
+        const QByteArray hugeField = "{\"layers\": " + hugeArray + ", \"hidden_size\": " + hugeArray + "}";
+        const QByteArray deepToml = "a = " + deepArrays;
+        const QByteArray hugeToml = "[training]\nsteps = " + hugeArray + "\n";
+        const QByteArray longLine = "torchrun " + QByteArray("--num-layers 2 ").repeated(70'000) + "\n";
+        for (const auto& loader : fuzz::loaders()) {
+            const QString target
+                = QString::fromUtf8(loader.target.data(), static_cast<qsizetype>(loader.target.size()));
+            const bool toml = target == QLatin1String("job_torchtitan");
+            const std::vector<std::pair<const char*, QByteArray>> inputs {
+                {"deep arrays", toml ? deepToml : deepArrays},
+                {"deep objects", deepObjects},
+                {"huge array", toml ? hugeToml : hugeArray},
+                {"huge fields", hugeField},
+                {"1 MB line", longLine},
+            };
+            for (const auto& [what, bytes] : inputs)
+                QTest::newRow(qPrintable(target + ": " + what)) << target << bytes;
+        }
+    }
+
+    void deepAndHugeInputs()
+    {
+        QFETCH(QString, target);
+        QFETCH(QByteArray, bytes);
+        const auto* loader = fuzz::findLoader(target.toStdString());
+        QVERIFY(loader);
+        QElapsedTimer timer;
+        timer.start();
+        const std::string message = test::inputErrorOf([&] {
+            loader->load({bytes.constData(), static_cast<std::size_t>(bytes.size())});
+        });
+        QVERIFY2(timer.elapsed() < 5000, qPrintable(QString("took %1 ms").arg(timer.elapsed())));
+        // Nested JSON is refused at once, with where and why.
+        if (bytes.startsWith("[[[") && target != QLatin1String("onnx") && target != QLatin1String("training_log")
+            && target != QLatin1String("job_megatron") && target != QLatin1String("nccl_tests"))
+            QVERIFY2(message.find("nested more than") != std::string::npos, message.c_str());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestFuzzRegressions)

@@ -335,7 +335,8 @@ private Q_SLOTS:
         QTest::newRow("not UTF-8") << QByteArray("{\"model_type\": \"ll\xff\"}") << "ill-formed UTF-8 byte";
         QTest::newRow("binary") << QByteArray("\x00\x01\x02\x89PNG", 8) << "malformed JSON";
         QTest::newRow("array") << QByteArray("[1, 2]") << "expected a JSON object";
-        QTest::newRow("deeply nested") << QByteArray(100000, '[') + QByteArray(100000, ']') << "expected a JSON object";
+        QTest::newRow("deeply nested") << QByteArray(100000, '[') + QByteArray(100000, ']')
+                                       << "config.json:1:101: JSON nested more than 100 levels deep";
     }
     void loadModelRejectsHostileFiles()
     {

@@ -81,6 +81,34 @@ class TestSearch : public QObject
 {
     Q_OBJECT
 private Q_SLOTS:
+    void nothingFitsSaysWhatStoppedIt()
+    {
+        PlanResult result;
+        Evaluation closest;
+        closest.config.tp = 8;
+        closest.config.dp = 1;
+        closest.reason = "pipeline bubble 0.60 over max_pipeline_bubble_ratio 0.50";
+        result.infeasible.push_back(closest);
+        result.memory_limit_bytes = 80e9;
+        // Memory was the problem: the least any candidate needs, against the limit the search applied.
+        result.min_memory_needed = 93.4e9;
+        QCOMPARE(whyNothingFits(result),
+                 std::string("the best configuration needs 93.4 GB per GPU, over the 80.0 GB limit"));
+        // Not memory (a peak under the limit, or none computed): no "needs 0.0 GB over the limit", the closest
+        // candidate's own reason instead.
+        for (const double needed : {0.0, 41e9}) {
+            result.min_memory_needed = needed;
+            const std::string why = whyNothingFits(result);
+            QVERIFY2(why.find("needs") == std::string::npos
+                         && why.find("max_pipeline_bubble_ratio") != std::string::npos,
+                     why.c_str());
+        }
+        result.nothing_costed = "none of the 12 candidates could be costed: ...";
+        QCOMPARE(whyNothingFits(result), result.nothing_costed);
+        result.top.push_back(closest);
+        QVERIFY(whyNothingFits(result).empty());
+    }
+
     void stagePartitionEqualsBruteForce()
     {
         std::mt19937 rng(20261121);

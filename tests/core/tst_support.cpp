@@ -64,6 +64,16 @@ private Q_SLOTS:
         QVERIFY(near[1] == "h100-pcie" || near[1] == "h100-sxm");
     }
 
+    void memoryTextIsNeverZeroForSomething()
+    {
+        QCOMPARE(memoryText(0), std::string("0 GB"));
+        QCOMPARE(memoryText(3e7), std::string("30 MB"));
+        QCOMPARE(memoryText(4e5), std::string("0.40 MB"));
+        QCOMPARE(memoryText(0.4e9), std::string("0.40 GB"));
+        QCOMPARE(memoryText(12.34e9), std::string("12.3 GB"));
+        QCOMPARE(memoryText(80e9), std::string("80.0 GB"));
+    }
+
     void siCountAndBytes()
     {
         QCOMPARE(siCount(6.74e9), std::string("6.74 B"));
@@ -91,8 +101,17 @@ private Q_SLOTS:
         QVERIFY2(message.find("ill-formed UTF-8 byte") != std::string::npos, message.c_str());
         QVERIFY2(message.find("\\xFF") != std::string::npos, message.c_str());
         QVERIFY(isValidUtf8(message));
-        // Deep nesting neither overflows the stack nor is refused by the parser.
-        QVERIFY(parseJson(std::string(100000, '[') + std::string(100000, ']'), "deep.json").is_array());
+        // Nesting is bounded before a value is built: 100 levels load, 101 are refused with where, and brackets
+        // inside strings (escaped quotes included) do not count. 100,000 levels used to crash whatever quoted them.
+        QVERIFY(parseJson(std::string(100, '[') + std::string(100, ']'), "ok.json").is_array());
+        message = errorOf(
+            [] { parseJson("{\"a\":\n" + std::string(101, '[') + std::string(101, ']') + "}", "deep.json"); });
+        QVERIFY2(message.find("deep.json:2:100: JSON nested more than 100 levels deep") != std::string::npos,
+                 message.c_str());
+        message = errorOf([] { parseJson(std::string(100000, '[') + std::string(100000, ']'), "deep.json"); });
+        QVERIFY2(message.find("nested more than 100") != std::string::npos, message.c_str());
+        QVERIFY(parseJson("{\"s\": \"" + std::string(500, '[') + "\\\"" + std::string(500, '{') + "\"}", "s.json")
+                    .is_object());
     }
 
     void utf8ValidationAndEscaping()
@@ -105,7 +124,9 @@ private Q_SLOTS:
         QVERIFY(!isValidUtf8("\xc0\xaf")); // overlong '/'
         QVERIFY(!isValidUtf8("\xed\xa0\x80")); // surrogate
         QVERIFY(!isValidUtf8("\xf4\x90\x80\x80")); // past U+10FFFF
-        QCOMPARE(escapeInvalidUtf8("a\xff" "b\xc3\xa9\n"), std::string("a\\xFFb\xc3\xa9\\x0A"));
+        QCOMPARE(escapeInvalidUtf8("a\xff"
+                                   "b\xc3\xa9\n"),
+                 std::string("a\\xFFb\xc3\xa9\\x0A"));
         QVERIFY(isValidUtf8(escapeInvalidUtf8("\xc0\xaf\xed\xa0\x80\xf4\x90")));
     }
 

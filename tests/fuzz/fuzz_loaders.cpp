@@ -9,9 +9,13 @@
 #include "shardscape/plan/plan_file.h"
 #include "shardscape/profile/nccl_tests_import.h"
 #include "shardscape/profile/profile.h"
+#include "shardscape/profile/training_log.h"
+#include "shardscape/search/planner.h"
 #include "shardscape/search/planner_config.h"
+#include "shardscape/search/sharding_solver.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/json_file.h"
+#include "shardscape/support/progress.h"
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -28,7 +32,33 @@ namespace {
 // A small micro-batch and sequence keep each graph build fast; the sizes in the file are what is being fuzzed.
 const BuildOptions kOptions {1, 128, DType::BF16};
 
-/** Native graph JSON: load, check that an accepted graph round-trips losslessly, summarize it as `inspect` does. */
+/**
+ * What a user does next with a model that loaded: plan it (2 GPUs keep the search to a handful of layouts, about a
+ * millisecond) and simulate the best plan with its timeline. A loaded model must never crash a later stage; a plan
+ * that cannot be made is an InputError like any other.
+ */
+void planAndSimulate(const ModelGraph& graph)
+{
+    Problem problem;
+    problem.graph = std::make_shared<const ModelGraph>(graph);
+    problem.cluster = loadCluster("h100-sxm", 1, 2);
+    problem.global_batch = 4;
+    PlannerConfig config;
+    config.topk = 2;
+    NullProgress progress;
+    const PlanResult result = plan(problem, config, progress);
+    if (result.top.empty())
+        return;
+    Workload workload;
+    workload.global_batch = result.top.front().config.globalBatch();
+    workload.seq_len = graph.seq_len;
+    EvaluateOptions options;
+    options.record_timeline = true;
+    (void)result.model->evaluate(result.top.front().config, workload, options);
+}
+
+/** Native graph JSON: load, check that an accepted graph round-trips losslessly, summarize it as `inspect` does,
+    then plan and simulate it. */
 void nativeGraph(std::string_view bytes)
 {
     const ModelGraph graph = loadNativeGraph(parseJson(bytes, "fuzz.json"), "fuzz.json");
@@ -36,12 +66,16 @@ void nativeGraph(std::string_view bytes)
     if (toNativeJson(loadNativeGraph(written, "round-trip")) != written)
         throw std::logic_error("native graph does not round-trip");
     summarizeModel(graph);
+    planAndSimulate(graph);
 }
 
-/** HF config.json through the model-source entry point (hf_config.cpp, the transformer builder), then the summary. */
+/** HF config.json through the model-source entry point (hf_config.cpp, the transformer builder), then the summary,
+    a plan and a simulation. */
 void hfConfig(std::string_view bytes)
 {
-    summarizeModel(loadModelJson(parseJson(bytes, "config.json"), "config.json", kOptions, "fuzz"));
+    const ModelGraph graph = loadModelJson(parseJson(bytes, "config.json"), "config.json", kOptions, "fuzz");
+    summarizeModel(graph);
+    planAndSimulate(graph);
 }
 
 #ifdef SHARDSCAPE_HAVE_ONNX
@@ -52,6 +86,7 @@ void onnx(std::string_view bytes)
     const ModelGraph graph = loadOnnxModelFromBytes(bytes, "fuzz.onnx", kOptions).graph;
     summarizeModel(graph);
     (void)toNativeJson(graph).dump(); // every name must be storable as JSON (plan files, traces, fingerprints)
+    planAndSimulate(graph);
 }
 #endif
 
@@ -112,6 +147,21 @@ void ncclTests(std::string_view bytes)
         collectiveRows(run, "nccl.log");
 }
 
+/** Partition constraints (--partition-constraints F, the sharding solver's pins). */
+void partitionConstraints(std::string_view bytes)
+{
+    (void)partitionConstraintsFromJson(parseJson(bytes, "constraints.json"), "constraints.json");
+}
+
+/** A training log as `profile import-log` reads it (Megatron, torchtitan or DeepSpeed, told apart by its lines), and
+    the Megatron launch script rebuilt from an argument dump. */
+void trainingLog(std::string_view bytes)
+{
+    const TrainingLog log = parseTrainingLog(bytes, "train.log");
+    if (log.format == TrainingLogFormat::Megatron && !log.arguments.empty())
+        (void)importJobConfigText(megatronScriptFromArguments(log), "arguments.sh", {});
+}
+
 } // namespace
 
 const std::vector<Loader>& loaders()
@@ -130,6 +180,8 @@ const std::vector<Loader>& loaders()
         {"cluster", cluster},
         {"profile", profile},
         {"nccl_tests", ncclTests},
+        {"partition_constraints", partitionConstraints},
+        {"training_log", trainingLog},
     };
     return all;
 }

@@ -44,10 +44,8 @@ std::string nothingFitsMessage(const PlanResult& result, const PlanRequest& requ
     }
     if (!result.nothing_costed.empty())
         return cat(result.model->graph().name, " has no plan on ", where, ": ", result.nothing_costed);
-    return cat(result.model->graph().name, " fits nowhere on ", where, ": the best configuration needs ",
-               fixed(result.min_memory_needed / units::kGB, 1), " GB per GPU, over the ",
-               fixed(memoryLimitBytes(request.config, cluster) / units::kGB, 1),
-               " GB limit (add nodes, choose method zero3, recompute full, or a shorter sequence)");
+    return cat(result.model->graph().name, " fits nowhere on ", where, ": ", whyNothingFits(result),
+               " (add nodes, choose method zero3, recompute full, or a shorter sequence)");
 }
 
 } // namespace shardscape::ui

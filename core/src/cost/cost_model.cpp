@@ -845,12 +845,12 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
     const auto& mem = e.stages[worst].memory;
     if (mem.total() > e.memory_limit_bytes) {
         e.feasible = false;
-        const auto gb = [](double bytes) { return fixed(bytes / units::kGB, 1); };
-        e.reason = cat("pipeline stage ", worst, " needs ", gb(mem.total()), " GB per GPU, over the ",
-                       gb(e.memory_limit_bytes), " GB limit (weights ", gb(mem.weights), ", grads ", gb(mem.gradients),
-                       ", optimizer ", gb(mem.optimizer), ", activations ", gb(mem.activations), ", transient ",
-                       gb(mem.transient), ", reserve ", gb(mem.reserve),
-                       mem.calibrated != 0 ? cat(", calibration ", gb(mem.calibrated)) : std::string(), " GB)");
+        e.reason = cat("pipeline stage ", worst, " needs ", memoryText(mem.total()), " per GPU, over the ",
+                       memoryText(e.memory_limit_bytes), " limit (weights ", memoryText(mem.weights), ", grads ",
+                       memoryText(mem.gradients), ", optimizer ", memoryText(mem.optimizer), ", activations ",
+                       memoryText(mem.activations), ", transient ", memoryText(mem.transient), ", reserve ",
+                       memoryText(mem.reserve),
+                       mem.calibrated != 0 ? cat(", calibration ", memoryText(mem.calibrated)) : std::string(), ")");
     }
 }
 

@@ -379,9 +379,8 @@ Timing timingAt(const ServingEstimator& est, const ServingRequest& r, const Serv
     // ones (renewal theory: the mean residual is E[S^2] / (2 E[S]), not E[S] / 2): the steps that carry a prefill
     // chunk, a fraction f = chunks per second x E[S] of them, take chunkTime; the rest are shorter, so that the
     // mean stays the decode step the throughput uses.
-    const auto stepWait = [&](double rate) {
-        return b > 1 ? meanResidualStep(t.tpot, chunkTime, rate * prefillSteps * t.tpot) : 0.0;
-    };
+    const auto stepWait
+        = [&](double rate) { return b > 1 ? meanResidualStep(t.tpot, chunkTime, rate * prefillSteps * t.tpot) : 0.0; };
     const double ownChunks = prefillSteps * chunkTime;
 
     // The prefill server: one prompt's chunks on the replica's bottleneck stage.
@@ -504,10 +503,9 @@ ServingEstimate estimateServing(const ServingModel& model, const Cluster& cluste
     perReplica = std::min(perReplica, static_cast<double>(serving.max_batch_per_replica));
     e.max_concurrency = static_cast<int>(perReplica) * parallel.dp;
     if (e.max_concurrency < 1) {
-        e.reason = cat("the weights take ", fixed(e.memory.weights / units::kGB, 1), " GB per GPU and leave ",
-                       fixed(std::max(0.0, e.memory.kv_pool) / units::kGB, 2), " GB of ",
-                       fixed(capacity / units::kGB, 1), " GB for KV cache; one ", request.contextLen(),
-                       "-token sequence needs ", fixed(sequenceBytes / units::kGB, 2), " GB");
+        e.reason = cat("the weights take ", memoryText(e.memory.weights), " per GPU and leave ",
+                       memoryText(std::max(0.0, e.memory.kv_pool)), " of ", memoryText(capacity), " for KV cache; one ",
+                       request.contextLen(), "-token sequence needs ", memoryText(sequenceBytes));
         return e;
     }
 
@@ -550,9 +548,9 @@ ServingEstimate estimateServing(const ServingModel& model, const Cluster& cluste
     }
 
     if (concurrency > e.max_concurrency) {
-        e.reason = cat("concurrency ", concurrency, " needs ", fixed(e.memory.kv_cache / units::kGB, 1),
-                       " GB of KV cache per GPU; the pool holds ", fixed(e.memory.kv_pool / units::kGB, 1),
-                       " GB, at most ", e.max_concurrency, " sequences of ", request.contextLen(), " tokens");
+        e.reason = cat("concurrency ", concurrency, " needs ", memoryText(e.memory.kv_cache),
+                       " of KV cache per GPU; the pool holds ", memoryText(e.memory.kv_pool), ", at most ",
+                       e.max_concurrency, " sequences of ", request.contextLen(), " tokens");
         return e;
     }
     if (!meetsBounds(t)) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "shardscape/search/explain.h"
 
+#include "shardscape/search/planner.h"
+
 #include "shardscape/support/strings.h"
 #include "shardscape/support/units.h"
 
@@ -123,12 +125,32 @@ std::vector<std::string> explainChoice(const Evaluation& chosen, const Evaluatio
             lines.push_back(
                 cat("best ", family.name, ": ", summary(*bestFit), " (", comparison(chosen, *bestFit), ")"));
         } else if (leastMemory) {
-            lines.push_back(cat("best ", family.name, ": does not fit: ", leastMemory->config.describe(), " needs ",
-                                fixed(leastMemory->peakMemory() / units::kGB, 1), " GB per GPU, over the ",
-                                fixed(leastMemory->memory_limit_bytes / units::kGB, 1), " GB limit"));
+            const bool overMemory = leastMemory->peakMemory() > leastMemory->memory_limit_bytes;
+            lines.push_back(cat("best ", family.name, ": does not fit: ", leastMemory->config.describe(),
+                                overMemory
+                                    ? cat(" needs ", memoryText(leastMemory->peakMemory()), " per GPU, over the ",
+                                          memoryText(leastMemory->memory_limit_bytes), " limit")
+                                    : cat(": ", leastMemory->reason)));
         }
     }
     return lines;
+}
+
+std::string whyNothingFits(const PlanResult& result)
+{
+    if (!result.top.empty() || result.cancelled)
+        return {};
+    if (!result.nothing_costed.empty())
+        return result.nothing_costed;
+    if (result.infeasible.empty())
+        return "no layout of this model fits this cluster's shape";
+    // The least memory any candidate needs, against the limit the search applied, when that is what stopped it;
+    // otherwise the closest candidate's own reason (a peak under the limit was not the problem).
+    if (result.memory_limit_bytes > 0 && result.min_memory_needed > result.memory_limit_bytes)
+        return cat("the best configuration needs ", memoryText(result.min_memory_needed), " per GPU, over the ",
+                   memoryText(result.memory_limit_bytes), " limit");
+    const Evaluation& closest = result.infeasible.front();
+    return cat("the closest configuration, ", closest.config.describe(), ": ", closest.reason);
 }
 
 } // namespace shardscape

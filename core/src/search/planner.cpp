@@ -334,6 +334,7 @@ PlanResult searchPlans(const Problem& problem, const PlannerConfig& config, Prog
         : config.memory_constraint > 0                 ? config.memory_constraint * units::kGB
                                                        : cluster.device.memory_bytes;
     workload.min_memory_headroom_bytes = config.min_memory_headroom < 0 ? -1 : config.min_memory_headroom * units::kGB;
+    result.memory_limit_bytes = config.consider_mem ? workload.memory_limit_bytes : 0;
     const auto log = [&](std::string line) {
         progress.log(line);
         result.log.push_back(std::move(line));
@@ -526,10 +527,7 @@ PlanResult searchPlans(const Problem& problem, const PlannerConfig& config, Prog
         log(cat("number of simulated candidates : ", shortlist));
         log("selected configuration : " + selectedConfigLine(result.top.front()));
     } else {
-        log(cat("no configuration fits: ",
-                result.nothing_costed.empty() ? cat("the least memory any candidate needs is ",
-                                                    fixed(result.min_memory_needed / units::kGB, 1), " GB per GPU")
-                                              : result.nothing_costed,
+        log(cat("no configuration fits: ", whyNothingFits(result),
                 result.framework_limits.empty() ? std::string()
                                                 : cat(" (among what ", frameworkName(config.framework),
                                                       " runs: ", join(result.framework_limits, "; "), ")")));

@@ -2,6 +2,7 @@
 #include "shardscape/support/json_file.h"
 
 #include "shardscape/support/error.h"
+#include "shardscape/support/json_nesting.h"
 #include "shardscape/support/strings.h"
 
 #include <fstream>
@@ -86,6 +87,14 @@ nlohmann::json parseJson(std::string_view text, std::string_view origin)
 {
     if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
         throw InputError(cat(origin, ": file is empty"), "expected a JSON document");
+    // Every JSON input comes through here: bounded before any value is built, so nothing downstream (copies,
+    // comparisons, messages quoting a value) can recurse deeper than kMaxJsonNesting.
+    if (const auto excess = findJsonNestingExcess(text)) {
+        const auto [line, column] = lineColumn(text, excess->offset);
+        throw InputError(cat(origin, ":", line, ":", column, ": JSON nested more than ", excess->limit,
+                             " levels deep (no Shardscape input nests more than about 6)"),
+                         "is this the right file? Its brackets may not be closed where they should be");
+    }
     try {
         return nlohmann::json::parse(text.begin(), text.end());
     } catch (const nlohmann::json::parse_error& error) {

@@ -49,6 +49,18 @@ std::string humanBytes(double bytes)
     return fixed(bytes, 0) + " B";
 }
 
+std::string memoryText(double bytes)
+{
+    const double gb = bytes / 1e9;
+    if (std::fabs(gb) >= 0.95)
+        return fixed(gb, 1) + " GB";
+    if (std::fabs(gb) >= 0.05)
+        return fixed(gb, 2) + " GB";
+    if (bytes == 0)
+        return "0 GB";
+    return fixed(bytes / 1e6, std::fabs(bytes) >= 1e6 ? 0 : 2) + " MB";
+}
+
 std::size_t editDistance(std::string_view a, std::string_view b)
 {
     std::vector<std::size_t> previous(b.size() + 1);

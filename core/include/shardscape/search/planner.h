@@ -54,6 +54,9 @@ struct PlanResult
     bool cancelled = false;
     /** When nothing fits: the smallest per-device peak memory any candidate needs, bytes (0 when none was costed). */
     double min_memory_needed = 0;
+    /** The per-device memory limit the search applied, bytes (the --memory / memory_constraint value or the device's
+        capacity; 0 when memory was not considered). Messages quote this one. */
+    double memory_limit_bytes = 0;
     /** When no candidate could be costed at all (every one left the pipeline limits or does not split the model):
         why, with the counts and the way out; empty otherwise. */
     std::string nothing_costed;
@@ -71,6 +74,13 @@ struct PlanResult
  * `cancelled` set). Throws InputError for bad inputs.
  */
 PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSink& progress, std::stop_token stop = {});
+
+/**
+ * Why a result has no plan, in one true sentence without the model and cluster (the caller names them): what stopped
+ * every candidate before costing, or the least memory one needs over the limit the search applied, or, when the
+ * closest candidate failed for another reason, that candidate and its reason. Empty when the result has a plan.
+ */
+std::string whyNothingFits(const PlanResult& result);
 
 /**
  * The layers the planner partitions: Alpa's automatic construction when config.layer_num > 0, else by module

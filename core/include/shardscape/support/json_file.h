@@ -19,8 +19,9 @@ inline constexpr std::uintmax_t kMaxInputFileBytes = 512ull * 1024 * 1024;
 std::string readTextFile(const std::filesystem::path& path, std::uintmax_t maxBytes = kMaxInputFileBytes);
 
 /**
- * Parses JSON text. On a syntax error throws InputError "ORIGIN:LINE:COLUMN: ..." so the user can
- * jump to the spot. `origin` is a path or a preset name used only in messages.
+ * Parses JSON text: the one reader of every JSON input. On a syntax error, or nesting deeper than kMaxJsonNesting
+ * (json_nesting.h), throws InputError "ORIGIN:LINE:COLUMN: ..." so the user can jump to the spot. `origin` is a path
+ * or a preset name used only in messages.
  */
 nlohmann::json parseJson(std::string_view text, std::string_view origin);
 

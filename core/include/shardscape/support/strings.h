@@ -29,6 +29,10 @@ std::string siCount(double value, int digits = 2);
 /** Bytes as GB (1e9), GiB or MB text: picks a readable unit. */
 std::string humanBytes(double bytes);
 
+/** A memory figure for a message, in GB (1e9) with one decimal from 1 GB up, two below, and in MB under 0.05 GB:
+    never "0.0 GB" for something that is not nothing. */
+std::string memoryText(double bytes);
+
 /** Levenshtein distance between two ASCII strings, case-insensitive. */
 std::size_t editDistance(std::string_view a, std::string_view b);
 
