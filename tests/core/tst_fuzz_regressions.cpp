@@ -15,6 +15,21 @@
 
 using namespace shardscape;
 
+namespace {
+
+/** What a loader makes of `bytes` (its InputError's message, or "(no error)") and how long it took, ms. */
+std::pair<std::string, qint64> loadTimed(const fuzz::Loader& loader, const QByteArray& bytes)
+{
+    QElapsedTimer timer;
+    timer.start();
+    std::string message = test::inputErrorOf([&] {
+        loader.load({bytes.constData(), static_cast<std::size_t>(bytes.size())});
+    });
+    return {std::move(message), timer.elapsed()};
+}
+
+} // namespace
+
 class TestFuzzRegressions : public QObject
 {
     Q_OBJECT
@@ -61,14 +76,9 @@ private slots:
         const QByteArray bytes = file.readAll();
         const auto* loader = fuzz::findLoader(target.toStdString());
         QVERIFY(loader);
-
-        QElapsedTimer timer;
-        timer.start();
-        const std::string message = test::inputErrorOf([&] {
-            loader->load({bytes.constData(), static_cast<std::size_t>(bytes.size())});
-        });
+        const auto [message, ms] = loadTimed(*loader, bytes);
         // The fuzzers' -timeout is 10 s; a regression input is one that once hung or crashed, so it must be quick.
-        QVERIFY2(timer.elapsed() < 5000, qPrintable(QString("took %1 ms").arg(timer.elapsed())));
+        QVERIFY2(ms < 5000, qPrintable(QString("took %1 ms").arg(ms)));
         if (QFileInfo(path).fileName().startsWith("ok-")) {
             QCOMPARE(message, std::string("(no error)"));
         } else {
@@ -122,12 +132,8 @@ private slots:
         QFETCH(QByteArray, bytes);
         const auto* loader = fuzz::findLoader(target.toStdString());
         QVERIFY(loader);
-        QElapsedTimer timer;
-        timer.start();
-        const std::string message = test::inputErrorOf([&] {
-            loader->load({bytes.constData(), static_cast<std::size_t>(bytes.size())});
-        });
-        QVERIFY2(timer.elapsed() < 5000, qPrintable(QString("took %1 ms").arg(timer.elapsed())));
+        const auto [message, ms] = loadTimed(*loader, bytes);
+        QVERIFY2(ms < 5000, qPrintable(QString("took %1 ms").arg(ms)));
         // Nested JSON is refused at once, with where and why.
         if (bytes.startsWith("[[[") && target != QLatin1String("onnx") && target != QLatin1String("training_log")
             && target != QLatin1String("job_megatron") && target != QLatin1String("nccl_tests"))
