@@ -143,6 +143,7 @@ private slots:
     void exportForFrameworks();
     void openModelFileAndDrop();
     void settingsPersist();
+    void sessionSurvivesACrash();
     void plannerPanelLocksReachThePlanner();
 
 private:
@@ -950,6 +951,41 @@ void TestUiApp::settingsPersist()
     QCOMPARE(request.seq_len, std::int64_t(2048));
     QCOMPARE(int(request.config.framework), int(Framework::Torchtitan));
     request.config.validate(); // the panel never pins what the framework cannot run
+    QSettings().clear();
+}
+
+void TestUiApp::sessionSurvivesACrash()
+{
+    // A window that never closes (the process died in a job): what the user set is on disk all the same, because
+    // the session is written as each job starts.
+    QSettings().clear();
+    const QString config = m_dir.filePath(QStringLiteral("crash-config.json"));
+    {
+        QFile file(config);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(QByteArray::fromStdString(modelPresetConfig("gpt2").dump(2)));
+    }
+    {
+        MainWindowOptions options;
+        options.plan_on_start = false;
+        auto window = std::make_unique<MainWindow>(options);
+        window->openModelFile(config);
+        LayersModel* layers = window->modelPanel()->layersModel();
+        QTRY_VERIFY_WITH_TIMEOUT(layers->overview() && layers->overview()->spec == config.toStdString(), kPlanTimeoutMs);
+        window->clusterPanel()->setNodes(3);
+        window->plannerPanel()->setGlobalBatch(96);
+        window->plan(); // a job starts; the window is then torn down without closeEvent, as in a crash
+        window->planJob()->cancel();
+        QVERIFY(!QSettings().allKeys().isEmpty());
+    }
+    MainWindowOptions options;
+    options.plan_on_start = false;
+    MainWindow restored(options);
+    const PlanRequest request = restored.currentRequest();
+    QCOMPARE(request.model_spec, config.toStdString());
+    QCOMPARE(request.nodes, 3);
+    QCOMPARE(request.global_batch, std::int64_t(96));
+    QVERIFY(restored.recentFiles().contains(config));
     QSettings().clear();
 }
 

@@ -123,6 +123,8 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
         findChild<QDockWidget*>(QStringLiteral("profileDock"))->raise();
     }
 
+    // From here on a job saves the session as it starts; during the restore above a half-restored one would be.
+    m_sessionReady = true;
     loadModelOverview();
     updateProfileCluster();
     connect(m_clusterPanel, &ClusterPanel::changed, this, &MainWindow::updateProfileCluster);
@@ -491,6 +493,7 @@ void MainWindow::connectJobs()
         const QString spec = QString::fromStdString(overview->spec);
         if (spec == m_pendingRecent)
             m_recent->add(spec);
+        saveSession(); // the model that loaded and Open Recent, before anything else runs
         m_pendingRecent.clear();
         m_overview = overview;
         m_modelPanel->setOverview(std::move(overview));
@@ -528,6 +531,7 @@ PlanRequest MainWindow::currentRequest() const
 void MainWindow::plan()
 {
     const PlanRequest request = currentRequest();
+    saveSession();
     // One planner at a time: the latest request, of either mode, wins.
     if (request.config.is_train) {
         m_servingJob->cancel();
@@ -571,6 +575,7 @@ void MainWindow::reportError(const QString& title, const QString& message)
 
 void MainWindow::loadModelOverview()
 {
+    saveSession();
     m_modelJob->start(m_modelPanel->modelSpec().toStdString(), m_plannerPanel->seqLen());
 }
 
@@ -698,6 +703,7 @@ void MainWindow::onWhatIfEdited(const ParallelConfig& config)
     request.workload.seq_len = m_result->model->graph().seq_len;
     request.workload.memory_limit_bytes = m_selected->memory_limit_bytes;
     request.require_full_cluster = false;
+    saveSession();
     m_evaluateJob->start(request);
 }
 
@@ -885,6 +891,14 @@ void MainWindow::closeEvent(QCloseEvent* event)
     m_planJob->cancel();
     m_servingJob->cancel();
     QMainWindow::closeEvent(event);
+}
+
+void MainWindow::saveSession() const
+{
+    // Written before every job starts, not only at exit: whatever a job does to the process, the user's model,
+    // cluster, settings and recent files are on disk.
+    if (m_options.use_settings && m_sessionReady)
+        saveSettings();
 }
 
 void MainWindow::saveSettings() const

@@ -133,6 +133,8 @@ private:
     void createDocks();
     void connectJobs();
     void restoreSettings();
+    /** saveSettings() when the window uses settings: called as each job starts, so a crash loses nothing. */
+    void saveSession() const;
     void saveSettings() const;
     void setPlanning(bool planning);
     void reportError(const QString& title, const QString& message);
@@ -208,6 +210,7 @@ private:
     QString m_lastError;
     QString m_lastDir;
     bool m_defaultDocks = true; ///< no saved dock layout: arrange the docks for the first shown width
+    bool m_sessionReady = false; ///< the restore is over: saveSession may write
 };
 
 } // namespace shardscape::ui
