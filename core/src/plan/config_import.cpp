@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Job configs of other frameworks read back into a ParallelConfig: format detection, torchtitan's job TOML (parsed
 // with toml++), DeepSpeed's config JSON and Shardscape's own plan file. Megatron scripts: import_megatron.cpp.
-#include "config_import_common.h"
+#include "import_helpers.h"
+#include "import_megatron.h"
 
 #include "shardscape/plan/plan_file.h"
 #include "shardscape/support/error.h"
@@ -18,25 +19,6 @@
 #include <toml++/toml.h>
 
 namespace shardscape {
-
-namespace importing {
-
-void fail(std::string_view origin, int line, const std::string& what, const std::string& hint)
-{
-    throw InputError(line > 0 ? cat(origin, ":", line, ": ", what) : cat(origin, ": ", what), hint);
-}
-
-std::vector<int> stageLayersFromBlocks(const std::vector<int>& blocks)
-{
-    std::vector<int> layers = blocks;
-    if (!layers.empty()) {
-        layers.front() += 1; // the embedding
-        layers.back() += 1; // the head (final norm, output, loss)
-    }
-    return layers;
-}
-
-} // namespace importing
 
 namespace {
 

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Shared by config_import.cpp and import_megatron.cpp. Private to core/src/plan.
+// What every job-config importer shares (config_import.cpp, import_megatron.cpp): the error form and the stage
+// layout arithmetic. Private to core/src/plan; it depends on no importer.
 #pragma once
-
-#include "shardscape/plan/config_import.h"
 
 #include <string>
 #include <string_view>
@@ -15,7 +14,5 @@ namespace shardscape::importing {
 
 /** [embedding, blocks..., head] counts per virtual stage from blocks per virtual stage. */
 std::vector<int> stageLayersFromBlocks(const std::vector<int>& blocks);
-
-ImportedConfig importMegatron(std::string_view text, std::string_view origin, const ImportOptions& options);
 
 } // namespace shardscape::importing
