@@ -4,6 +4,7 @@
 // for a file named "ok-*" (a valid input that used to crash or hang), load. A crash, a sanitizer report under the
 // dev-asan preset, or any other exception fails the test.
 #include "../fuzz/fuzz_loaders.h"
+#include "shardscape/model/model_source.h"
 #include "shardscape/support/error.h"
 #include "test_helpers.h"
 
@@ -85,6 +86,36 @@ private slots:
             QVERIFY2(message != "(no error)", "expected an InputError");
             QVERIFY2(message.size() > 10, message.c_str());
         }
+    }
+
+    /** Every model the loaders accept from the seeds (the presets' HF configs and the ONNX test exports) plans and
+        simulates end to end: the fuzzers plan only small mutations (kMaxOpsToPlan), so real sizes are checked here. */
+    void everySeedModelPlansAndSimulates()
+    {
+        QStringList files;
+        for (const QString& name : QDir(SHARDSCAPE_SOURCE_DIR "/resources/models").entryList({"*.json"}, QDir::Files))
+            files << QStringLiteral(SHARDSCAPE_SOURCE_DIR "/resources/models/") + name;
+#ifdef SHARDSCAPE_HAVE_ONNX
+        for (const QString& name : QDir(SHARDSCAPE_SOURCE_DIR "/tests/data/onnx").entryList({"*.onnx"}, QDir::Files))
+            files << QStringLiteral(SHARDSCAPE_SOURCE_DIR "/tests/data/onnx/") + name;
+#endif
+        QVERIFY(files.size() >= 10);
+        int planned = 0;
+        for (const QString& file : files) {
+            BuildOptions options;
+            options.seq_len = 512;
+            std::string message = "(no error)";
+            try {
+                const ModelGraph graph = loadModel(file.toStdString(), options);
+                message = test::inputErrorOf([&] { fuzz::planAndSimulate(graph); });
+                ++planned;
+            } catch (const InputError&) {
+                continue; // a test file that is meant to be refused (external data, control flow)
+            }
+            QVERIFY2(message == "(no error)" || message.size() > 10,
+                     qPrintable(file + ": " + QString::fromStdString(message)));
+        }
+        QVERIFY2(planned >= 10, qPrintable(QString::number(planned)));
     }
 
     /**
