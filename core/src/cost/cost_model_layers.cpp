@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+// The cost of one layer under a configuration's layout (tensor, context and expert groups, recomputation),
+// memoised by layer signature.
+#include "shardscape/cost/cost_model.h"
+
+#include "memory_model.h"
+#include "shardscape/cost/uncertainty.h"
+#include "v_stage_split.h"
+
+#include "shardscape/support/error.h"
+#include "shardscape/support/strings.h"
+#include "shardscape/support/units.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <sstream>
+#include <unordered_set>
+
+namespace shardscape {
+
+namespace {
+
+LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework, GroupShape tpGroup, GroupShape cpGroup,
+                     int gpusPerNode)
+{
+    LayerLayout layout;
+    layout.tp = c.tp;
+    layout.cp = c.cp;
+    layout.ep = c.ep;
+    layout.etp = c.expertTp();
+    layout.sequence_parallel = c.sequence_parallel;
+    layout.tp_comm_overlap = c.tp_comm_overlap;
+    layout.moe_a2a_overlap = c.moe_a2a_overlap;
+    layout.moe_shared_expert_overlap = c.moe_shared_expert_overlap;
+    layout.moe_capacity_factor = c.moe_capacity_factor;
+    layout.moe_router_imbalance = c.moe_router_imbalance;
+    layout.fp8_linears = c.fp8_linears;
+    layout.fp8_recipe = c.fp8_recipe;
+    layout.eager_kernels = c.eager_kernels;
+    layout.micro_batch = c.micro_batch;
+    layout.recompute = c.recompute;
+    layout.recompute_modules = c.recompute_modules;
+    layout.loss_saved_bytes_per_logit = framework.loss_saved_bytes_per_logit;
+    layout.loss_working_bytes_per_logit = framework.loss_working_bytes_per_logit;
+    layout.cp_comm = framework.cp_comm;
+    layout.cp_merge_bytes_per_element = framework.cp_merge_bytes_per_element;
+    layout.cp_dkv_bytes_per_element = framework.cp_dkv_bytes_per_element;
+    layout.tp_overlap_serial_chunks = framework.tp_overlap_serial_chunks;
+    layout.tp_backward_comm_async = framework.tp_backward_comm_async;
+    // torchtitan's per-op AC is PyTorch's selective checkpointing policy; Megatron's --recompute-modules are
+    // module checkpoints whose outputs stay alive for the ops that consume them.
+    layout.selective_checkpoint_policy = c.framework == Framework::Torchtitan;
+    layout.attention_repeats_kv = framework.attention_repeats_kv;
+    layout.tp_group = tpGroup;
+    layout.cp_group = cpGroup;
+    // Experts spread over consecutive data-parallel ranks (Megatron's tp-cp-ep-dp order).
+    // The experts' grid folds etp fastest, then ep (Megatron's expert rank generator): ep ranks sit etp apart.
+    layout.ep_group = {c.ep, std::max(1, std::min(c.ep, gpusPerNode / std::max(1, c.expertTp())))};
+    layout.etp_group = {c.expertTp(), std::max(1, std::min(c.expertTp(), gpusPerNode))};
+    return layout;
+}
+
+/**
+ * Which of a layer's ops a recompute-by-modules list selects, relative to the layer. Identical layers (one cost
+ * class) differ here when the list names particular blocks, e.g. torchtitan's AC of every second block
+ * ["model.layers.1", "model.layers.3", ...]. Calibration fix: such layers shared the first block's cached cost,
+ * so no block or every block was recomputed.
+ */
+std::string recomputePattern(const ModelGraph& graph, const Layer& layer, const std::vector<std::string>& modules)
+{
+    std::string pattern;
+    for (const auto id : layer.ops) {
+        const std::string matched = matchedModule(graph.op(id).module, modules);
+        if (matched.empty())
+            pattern += '-';
+        else if (startsWith(matched, layer.name))
+            pattern += '+' + matched.substr(layer.name.size()); // inside this layer: layer-specific
+        else
+            pattern += '^' + matched; // an ancestor of every layer (or ROOT): the same for all of them
+        pattern += ';';
+    }
+    return pattern;
+}
+
+} // namespace
+
+const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c) const
+{
+    LayerLayout layout = layoutOf(c, frameworkOf(c), groupShape(c, "tp"), groupShape(c, "cp"), m_cluster.gpus_per_node);
+    layout.overlap_hidden_fraction = m_params.zero3_prefetch_overlap;
+    const std::size_t representative = m_classRepresentative[static_cast<std::size_t>(m_classOf[layer])];
+    std::size_t subject = representative;
+    std::string pattern;
+    if (c.recompute == RecomputeKind::Modules) {
+        pattern = recomputePattern(*m_graph, m_layers[layer], c.recompute_modules);
+        if (layer != representative
+            && pattern != recomputePattern(*m_graph, m_layers[representative], c.recompute_modules))
+            subject = layer;
+    }
+    std::string key
+        = cat(m_signature[layer], '|', c.tp, ',', c.cp, ',', c.ep, ',', c.expertTp(), ',', c.sequence_parallel,
+              c.tp_comm_overlap, c.fp8_linears, static_cast<int>(c.fp8_recipe), c.eager_kernels, c.moe_a2a_overlap,
+              c.moe_shared_expert_overlap, ',', c.moe_capacity_factor, ',', c.moe_router_imbalance, ',', c.micro_batch,
+              ',', static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',', layout.tp_group.per_node,
+              ',', layout.cp_group.per_node, ',', layout.ep_group.per_node, ',', layout.loss_saved_bytes_per_logit, ',',
+              layout.loss_working_bytes_per_logit, ',', layout.selective_checkpoint_policy, ',',
+              // Every layout term a framework sets (CP exchange, TP-overlap chunking, loss bytes) follows from it.
+              static_cast<int>(c.framework), '|', pattern);
+    std::lock_guard lock(m_cacheMutex);
+    auto& slot = m_cache[key];
+    if (!slot)
+        slot
+            = std::make_unique<LayerCost>(computeLayerCost(*m_graph, m_producer, m_layers[subject], layout, *m_source));
+    return *slot;
+}
+
+std::vector<const LayerCost*> CostModel::layerCosts(const ParallelConfig& c) const
+{
+    if (c.recompute == RecomputeKind::Modules) {
+        // The list may select modules of particular layers: look every layer up (layerCost shares what it can).
+        std::vector<const LayerCost*> out(m_layers.size());
+        for (std::size_t l = 0; l < out.size(); ++l)
+            out[l] = &layerCost(l, c);
+        return out;
+    }
+    std::vector<const LayerCost*> byClass(m_classRepresentative.size());
+    for (std::size_t k = 0; k < byClass.size(); ++k)
+        byClass[k] = &layerCost(m_classRepresentative[k], c);
+    std::vector<const LayerCost*> out(m_layers.size());
+    for (std::size_t l = 0; l < out.size(); ++l)
+        out[l] = byClass[static_cast<std::size_t>(m_classOf[l])];
+    return out;
+}
+
+} // namespace shardscape
