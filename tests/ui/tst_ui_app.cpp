@@ -971,7 +971,8 @@ void TestUiApp::sessionSurvivesACrash()
         auto window = std::make_unique<MainWindow>(options);
         window->openModelFile(config);
         LayersModel* layers = window->modelPanel()->layersModel();
-        QTRY_VERIFY_WITH_TIMEOUT(layers->overview() && layers->overview()->spec == config.toStdString(), kPlanTimeoutMs);
+        QTRY_VERIFY_WITH_TIMEOUT(layers->overview() && layers->overview()->spec == config.toStdString(),
+                                 kPlanTimeoutMs);
         window->clusterPanel()->setNodes(3);
         window->plannerPanel()->setGlobalBatch(96);
         window->plan(); // a job starts; the window is then torn down without closeEvent, as in a crash
