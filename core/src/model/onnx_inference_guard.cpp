@@ -2,8 +2,8 @@
 #include "onnx_inference_guard.h"
 
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 namespace shardscape::onnx_guard {
 
