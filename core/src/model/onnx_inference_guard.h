@@ -25,7 +25,8 @@ using NodeCheck
 /**
  * Thrown out of onnx::shape_inference::InferShapes when the check refuses a node. Deliberately not a
  * std::exception: ONNX catches its own errors per node and carries on, and must not swallow this one. The context
- * does not name its node, so the inputs are kept for the importer to find it (describeNode in onnx_import.cpp).
+ * does not name its node, so the inputs are kept for the importer to find it (Importer::describeNode in
+ * onnx_shape_inference.cpp).
  */
 struct RefusedNode
 {
