@@ -2,56 +2,21 @@
 // The main window's menus, tool bar and shortcuts.
 #include "widgets/main_window.h"
 
-#include "jobs/evaluate_job.h"
-#include "jobs/model_job.h"
-#include "jobs/plan_job.h"
-#include "jobs/serving_job.h"
-#include "models/candidates_model.h"
 #include "models/format.h"
-#include "models/layers_model.h"
 #include "widgets/analysis_views.h"
 #include "widgets/candidates_panel.h"
-#include "widgets/cluster_panel.h"
-#include "widgets/compare_widget.h"
-#include "widgets/error_box.h"
-#include "widgets/exports.h"
-#include "widgets/model_panel.h"
-#include "widgets/planner_panel.h"
-#include "widgets/profile_panel.h"
 #include "widgets/recent_files.h"
-#include "widgets/serving_view.h"
-#include "widgets/what_if_panel.h"
-
-#include "shardscape/support/error.h"
 
 #include <QAction>
-#include <QApplication>
-#include <QCloseEvent>
-#include <QDir>
 #include <QDockWidget>
-#include <QDragEnterEvent>
-#include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFontDatabase>
-#include <QGroupBox>
-#include <QHBoxLayout>
-#include <QLabel>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QMimeData>
-#include <QPlainTextEdit>
-#include <QProgressBar>
 #include <QPushButton>
-#include <QScrollArea>
-#include <QSettings>
-#include <QSplitter>
-#include <QStackedWidget>
-#include <QStatusBar>
-#include <QTimer>
 #include <QToolBar>
 #include <QToolButton>
-#include <QVBoxLayout>
 
 namespace shardscape::ui {
 
