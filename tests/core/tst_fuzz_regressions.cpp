@@ -5,6 +5,7 @@
 // dev-asan preset, or any other exception fails the test.
 #include "../fuzz/fuzz_loaders.h"
 #include "shardscape/model/model_source.h"
+#include "shardscape/plan/config_import.h"
 #include "shardscape/support/error.h"
 #include "test_helpers.h"
 
@@ -141,6 +142,11 @@ private slots:
         const QByteArray deepToml = "a = " + deepArrays;
         const QByteArray hugeToml = "[training]\nsteps = " + hugeArray + "\n";
         const QByteArray longLine = "torchrun " + QByteArray("--num-layers 2 ").repeated(70'000) + "\n";
+        // Depth toml++ does not cap (dotted keys, table headers) and nested ${NAME:-default}s: both crashed (SIGSEGV).
+        const QByteArray dottedKey = "a" + QByteArray(".a").repeated(kDeep / 4) + " = 1\n";
+        const QByteArray deepHeader = "[a" + QByteArray(".a").repeated(kDeep / 4) + "]\nx = 1\n";
+        const QByteArray nestedDefaults = "torchrun pretrain_gpt.py --num-layers \""
+            + QByteArray("${A:-").repeated(kDeep / 4) + QByteArray(kDeep / 4, '}') + "\"\n";
         for (const auto& loader : fuzz::loaders()) {
             const QString target
                 = QString::fromUtf8(loader.target.data(), static_cast<qsizetype>(loader.target.size()));
@@ -151,6 +157,9 @@ private slots:
                 {"huge array", toml ? hugeToml : hugeArray},
                 {"huge fields", hugeField},
                 {"1 MB line", longLine},
+                {"deep dotted key", dottedKey},
+                {"deep table header", deepHeader},
+                {"nested defaults", nestedDefaults},
             };
             for (const auto& [what, bytes] : inputs)
                 QTest::newRow(qPrintable(target + ": " + what)) << target << bytes;
@@ -169,6 +178,43 @@ private slots:
         if (bytes.startsWith("[[[") && target != QLatin1String("onnx") && target != QLatin1String("training_log")
             && target != QLatin1String("job_megatron") && target != QLatin1String("nccl_tests"))
             QVERIFY2(message.find("nested more than") != std::string::npos, message.c_str());
+        const bool deepToml = bytes.startsWith("a.a.a") || bytes.startsWith("[a.a.a");
+        if ((target == QLatin1String("job_torchtitan") && deepToml)
+            || (target == QLatin1String("job_megatron") && bytes.contains("${A:-${A:-")))
+            QVERIFY2(message.find("nested more than") != std::string::npos, message.c_str());
+    }
+
+    /** The depth bound counts structure, not text: brackets and dots inside strings and comments are not levels. */
+    void tomlDepthCountsStructureOnly()
+    {
+        const std::string brackets(300, '[');
+        const std::string text = "# " + brackets + "\n[job]\ndescription = \"" + brackets + " a.b.c\"\n"
+            + "dump_folder = '''" + brackets + "\n" + brackets + "'''\n[model]\nname = \"llama3\"\nflavor = \"8B\"\n"
+            + "[parallelism]\ntensor_parallel_degree = 2 # " + brackets + "\n"
+            + "[training]\nlocal_batch_size = 1\nseq_len = 4096\nsteps = 10\nmix = { a.b = [[1, 2], [3]], c = {} }\n";
+        ImportOptions options;
+        options.world_size = 8;
+        std::string message;
+        try {
+            importJobConfigText(text, "tt.toml", options);
+        } catch (const InputError& e) {
+            message = e.what();
+        }
+        QVERIFY2(message.find("nested more than") == std::string::npos, message.c_str());
+        // [training] and 99 key parts: 100 levels, the bound; one more part is over it.
+        const auto depthMessage = [&](int parts) {
+            std::string key = "a";
+            for (int i = 1; i < parts; ++i)
+                key += ".a";
+            try {
+                importJobConfigText("[training]\nsteps = 1\n" + key + " = 1\n", "tt.toml", options);
+            } catch (const InputError& e) {
+                return std::string(e.what());
+            }
+            return std::string();
+        };
+        QVERIFY2(depthMessage(99).find("nested more than") == std::string::npos, depthMessage(99).c_str());
+        QVERIFY2(depthMessage(100).find("tt.toml:3:") != std::string::npos, depthMessage(100).c_str());
     }
 };
 

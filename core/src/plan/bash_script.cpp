@@ -206,12 +206,29 @@ private:
 
 using Token = ScriptToken;
 
+/**
+ * How deep ${NAME:-default} defaults may nest. Launch scripts nest one or two; each level is expanded by a nested
+ * call, so a file of 100,000 nested defaults overflowed the stack (SIGSEGV).
+ */
+constexpr int kMaxDefaultNesting = 32;
+
 class Shell
 {
 public:
-    /** $NAME, ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:=default}, ${NAME[@]}; unknown ones stay as text. */
-    std::string expand(std::string_view s) const
+    explicit Shell(std::string_view origin)
+        : m_origin(origin)
     {
+    }
+
+    /**
+     * $NAME, ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:=default}, ${NAME[@]}; unknown ones stay as text.
+     * `depth` counts the ${...} defaults this text is inside.
+     */
+    std::string expand(std::string_view s, int depth = 0) const
+    {
+        if (depth > kMaxDefaultNesting)
+            fail(m_origin, m_line, cat("a ${NAME:-default} is nested more than ", kMaxDefaultNesting, " levels deep"),
+                 "launch scripts nest defaults one or two levels: is this the right file?");
         std::string out;
         for (std::size_t i = 0; i < s.size(); ++i) {
             if (s[i] == '\\' && i + 1 < s.size() && s[i + 1] == '$') {
@@ -229,7 +246,7 @@ public:
                     out += s.substr(i);
                     break;
                 }
-                out += braced(s.substr(i + 2, close - i - 2), s.substr(i, close - i + 1));
+                out += braced(s.substr(i + 2, close - i - 2), s.substr(i, close - i + 1), depth);
                 i = close;
             } else if (std::isalpha(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '_') {
                 std::size_t end = i + 1;
@@ -249,6 +266,7 @@ public:
 
     std::vector<Token> expandWord(const Word& word) const
     {
+        m_line = word.line;
         // "$@", "${NAME[@]}" and their unquoted forms splice whole lists.
         if (word.parts.size() == 1) {
             const std::string& t = word.parts[0].text;
@@ -317,6 +335,7 @@ public:
                 break;
             Word value = word;
             value.parts[0].text = word.parts[0].text.substr(eq + 1);
+            m_line = word.line;
             std::string text;
             for (const auto& part : value.parts)
                 text += part.expand ? expand(part.text) : part.text;
@@ -350,7 +369,7 @@ private:
         return std::nullopt;
     }
 
-    std::string braced(std::string_view inner, std::string_view whole) const
+    std::string braced(std::string_view inner, std::string_view whole, int depth) const
     {
         if (endsWith(inner, "[@]") || endsWith(inner, "[*]")) {
             const auto it = m_arrays.find(std::string(inner.substr(0, inner.size() - 3)));
@@ -374,12 +393,14 @@ private:
                 const bool colon = prefix.front() == ':';
                 if (value && (!colon || !value->empty()))
                     return *value;
-                return expand(op.substr(prefix.size()));
+                return expand(op.substr(prefix.size()), depth + 1);
             }
         }
         return std::string(whole);
     }
 
+    std::string_view m_origin;
+    mutable int m_line = 0; ///< the line of the word being expanded, for messages
     std::map<std::string, std::string> m_vars;
     std::map<std::string, std::vector<Token>> m_arrays;
 };
@@ -389,7 +410,7 @@ private:
 std::vector<std::vector<ScriptToken>> expandedCommands(std::string_view text, std::string_view origin)
 {
     Lexer lexer(text, origin);
-    Shell shell;
+    Shell shell(origin);
     std::vector<std::vector<ScriptToken>> commands;
     for (const auto& command : lexer.commands())
         commands.push_back(shell.run(command));

@@ -3,6 +3,7 @@
 // with toml++), DeepSpeed's config JSON and Shardscape's own plan file. Megatron scripts: import_megatron.cpp.
 #include "import_helpers.h"
 #include "import_megatron.h"
+#include "toml_nesting.h"
 
 #include "shardscape/plan/plan_file.h"
 #include "shardscape/support/error.h"
@@ -277,6 +278,11 @@ std::vector<int> blocksFromFqns(const std::vector<std::pair<std::vector<std::str
 
 ImportedConfig importTorchtitan(std::string_view text, const std::string& origin, const ImportOptions& options)
 {
+    if (const auto deep = importing::findTomlNestingExcess(text))
+        throw InputError(cat(origin, ":", deep->line, ":", deep->column, ": nested more than ",
+                             importing::kMaxTomlNesting,
+                             " levels deep (tables, dotted keys, arrays and inline tables together)"),
+                         "torchtitan job configs nest two or three levels: is this the right file?");
     toml::table root;
     try {
         root = toml::parse(text, origin);
