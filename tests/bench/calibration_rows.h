@@ -436,6 +436,12 @@ inline Case makeCase(const nlohmann::json& row)
     if (contains(gpuType, "500W") || contains(gpuType, "500 W") || contains(gpuType, "lower-TDP")
         || contains(text(row, "interconnect"), "500W power limit"))
         c.caveats.push_back("H100 96 GB HBM2e at a 500 W power cap, costed as a 700 W H100 SXM (predicts too high)");
+    // get_flops at 117 TFLOP/s/GPU on 96 GPUs (N = 20,556,201,984, B = 1,538, s = 2,048: 4.93e17 FLOP per step)
+    // makes a step 43.9 s and 150,000 steps 1,829 h: the 1,830 training hours the paper states. The figure may be
+    // the whole run's average (restarts, evaluations, checkpoint saves), or both come from one steady rate.
+    if (c.series == "gpt_neox_20b_production")
+        c.caveats.push_back("published 117 TFLOP/s/GPU equals the paper's 1,830 training hours over 150,000 steps: "
+                            "possibly a whole-run average with restarts and checkpoints (predicts too high)");
     // The torchtitan 2024-12 H100s have 96 GB: feasibility is judged against the stated memory, not the preset's.
     c.memory_bytes = optNumber(row, "gpu_memory_gb").value_or(0) * units::kGiB;
     c.inter_node_bandwidth = statedInterNodeBandwidth(text(row, "interconnect"), c.gpus_per_node);
