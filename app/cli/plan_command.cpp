@@ -298,9 +298,12 @@ int runPlan(const PlanOptions& o)
                 result.framework_limits.empty() ? std::string()
                                                 : cat(" (searching only what ", frameworkName(config.framework),
                                                       " runs: ", join(result.framework_limits, "; "), ")")),
-            !result.lock_advice.empty() ? join(result.lock_advice, "; ")
-                : config.locks.any()    ? cat("no single lock's release helps (", config.locks.describe(),
-                                              "): release several, or add GPUs (--nodes)")
+            runtimeOverLimit(result) > 0
+                ? cat("no layout fits under that limit: raise --memory-gb above ", memoryText(runtimeOverLimit(result)),
+                      "; the device has ", memoryText(problem.cluster.device.memory_bytes))
+                : !result.lock_advice.empty() ? join(result.lock_advice, "; ")
+                : config.locks.any()          ? cat("no single lock's release helps (", config.locks.describe(),
+                                                    "): release several, or add GPUs (--nodes)")
                 : result.framework_limits.empty()
                 ? "add GPUs (--nodes), use --method zero3, recompute full (--config), or a shorter --seq-len"
                 : "add GPUs (--nodes), use --method zero3, recompute full (--config), a shorter --seq-len, or "

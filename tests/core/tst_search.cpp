@@ -103,6 +103,18 @@ private Q_SLOTS:
                          && why.find("max_pipeline_bubble_ratio") != std::string::npos,
                      why.c_str());
         }
+        // A limit under the runtime memory every GPU spends anyway: said, so that nobody adds GPUs for it.
+        result.min_memory_needed = 3.7e9;
+        result.memory_limit_bytes = 1e9;
+        result.infeasible.front().stages.resize(2);
+        result.infeasible.front().stages[1].memory.runtime = 3.2e9;
+        QCOMPARE(runtimeOverLimit(result), 3.2e9);
+        QCOMPARE(whyNothingFits(result),
+                 std::string("the best configuration needs 3.7 GB per GPU, over the 1.0 GB "
+                             "limit, and the CUDA context, NCCL and cuBLAS workspaces alone "
+                             "take 3.2 GB"));
+        result.memory_limit_bytes = 3.5e9;
+        QCOMPARE(runtimeOverLimit(result), 0.0);
         result.nothing_costed = "none of the 12 candidates could be costed: ...";
         QCOMPARE(whyNothingFits(result), result.nothing_costed);
         result.top.push_back(closest);

@@ -136,6 +136,16 @@ std::vector<std::string> explainChoice(const Evaluation& chosen, const Evaluatio
     return lines;
 }
 
+double runtimeOverLimit(const PlanResult& result)
+{
+    if (result.infeasible.empty() || !(result.memory_limit_bytes > 0))
+        return 0;
+    double runtime = 0;
+    for (const auto& stage : result.infeasible.front().stages)
+        runtime = std::max(runtime, stage.memory.runtime);
+    return runtime >= result.memory_limit_bytes ? runtime : 0;
+}
+
 std::string whyNothingFits(const PlanResult& result)
 {
     if (!result.top.empty() || result.cancelled)
@@ -146,9 +156,13 @@ std::string whyNothingFits(const PlanResult& result)
         return "no layout of this model fits this cluster's shape";
     // The least memory any candidate needs, against the limit the search applied, when that is what stopped it;
     // otherwise the closest candidate's own reason (a peak under the limit was not the problem).
-    if (result.memory_limit_bytes > 0 && result.min_memory_needed > result.memory_limit_bytes)
-        return cat("the best configuration needs ", memoryText(result.min_memory_needed), " per GPU, over the ",
-                   memoryText(result.memory_limit_bytes), " limit");
+    if (result.memory_limit_bytes > 0 && result.min_memory_needed > result.memory_limit_bytes) {
+        std::string why = cat("the best configuration needs ", memoryText(result.min_memory_needed),
+                              " per GPU, over the ", memoryText(result.memory_limit_bytes), " limit");
+        if (const double runtime = runtimeOverLimit(result); runtime > 0)
+            why += cat(", and the CUDA context, NCCL and cuBLAS workspaces alone take ", memoryText(runtime));
+        return why;
+    }
     const Evaluation& closest = result.infeasible.front();
     return cat("the closest configuration, ", closest.config.describe(), ": ", closest.reason);
 }

@@ -83,6 +83,12 @@ PlanResult plan(const Problem& problem, const PlannerConfig& config, ProgressSin
 std::string whyNothingFits(const PlanResult& result);
 
 /**
+ * The memory every GPU spends before the model gets any (CUDA context, NCCL and cuBLAS workspaces), bytes, when that
+ * alone is over the limit the search applied: no layout can fit, only a higher limit helps. 0 otherwise.
+ */
+double runtimeOverLimit(const PlanResult& result);
+
+/**
  * The layers the planner partitions: Alpa's automatic construction when config.layer_num > 0, else by module
  * path, falling back to min(ops, 32) automatic layers for graphs without repeated blocks. `note` says which.
  */
