@@ -226,7 +226,14 @@ std::string wayOut(const Evaluation& e, const CostModel& model, const SimulateOp
                    " counts of at least 1 that sum to the model's ", layers,
                    " layers (list them with: shardscape-cli inspect --model ", o.model, ")");
     if (e.simulation) {
-        // Out of memory: the usual levers, cheapest first.
+        // Out of memory. Under a limit the runtime memory alone exceeds, no layout lever helps.
+        double runtime = 0;
+        for (const auto& stage : e.stages)
+            runtime = std::max(runtime, stage.memory.runtime);
+        if (e.memory_limit_bytes > 0 && runtime >= e.memory_limit_bytes)
+            return cat("the CUDA context, NCCL and cuBLAS workspaces alone take ", memoryText(runtime),
+                       ": raise --memory-gb above that");
+        // The usual levers, cheapest first.
         std::vector<std::string> levers;
         if (c.zero_stage < 3 && c.dp * c.cp > 1)
             levers.push_back(cat("--zero ", c.zero_stage + 1));
