@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: MIT
-// What every job-config importer shares (config_import.cpp, import_megatron.cpp): the error form and the stage
-// layout arithmetic. Private to core/src/plan; it depends on no importer.
+// What every job-config importer shares (import_torchtitan.cpp, import_deepspeed.cpp, import_megatron.cpp): the error
+// form and the stage layout arithmetic. Private to core/src/plan; it depends on no importer.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace shardscape::importing {
+
+// Far beyond any real job: they catch corrupt numbers, not ambitious users.
+inline constexpr std::int64_t kMaxDegree = std::int64_t {1} << 20;
+inline constexpr std::int64_t kMaxBatch = std::int64_t {1} << 40;
+inline constexpr std::int64_t kMaxSeqLen = 100'000'000;
 
 /** Throws InputError "ORIGIN:LINE: WHAT" (no line when line <= 0). */
 [[noreturn]] void fail(std::string_view origin, int line, const std::string& what, const std::string& hint = {});

@@ -28,8 +28,6 @@ namespace {
 
 using Token = ScriptToken;
 
-constexpr std::int64_t kMaxDegree = std::int64_t {1} << 20;
-constexpr std::int64_t kMaxBatch = std::int64_t {1} << 40;
 constexpr std::int64_t kMaxLayers = 1'000'000;
 constexpr int kMaxLayoutDepth = 16;
 constexpr std::int64_t kMaxSize = std::int64_t {1} << 40;
