@@ -4,11 +4,10 @@
 // candidate's enumeration index, never by thread timing.
 #include "shardscape/search/planner.h"
 
-#include "shardscape/model/layer_construction.h"
+#include "candidate_scoring.h"
+
 #include "shardscape/search/candidate_space.h"
 #include "shardscape/search/explain.h"
-#include "shardscape/search/stage_partition.h"
-#include "shardscape/search/tp_annotation.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/strings.h"
 #include "shardscape/support/tsan_annotations.h"
@@ -78,169 +77,6 @@ template<typename Body> void parallelFor(std::size_t count, std::size_t grain, B
     annotated.joined();
 }
 
-/** A candidate after the fast pass. */
-struct Scored
-{
-    std::size_t index = 0;
-    Evaluation estimate;
-    bool pruned = false; ///< dropped by a pipeline rule (bubble, balance), not by memory
-};
-
-bool faster(const Scored& a, const Scored& b)
-{
-    if (a.estimate.step_time != b.estimate.step_time)
-        return a.estimate.step_time < b.estimate.step_time;
-    return a.index < b.index;
-}
-
-/** The ranking: every plan whose memory fits (its peak range's high end, with the headroom, under the limit) before
-    every tight one, then the shorter step; "likely" out-of-memory plans are infeasible and never ranked. */
-bool better(const Scored& a, const Scored& b)
-{
-    const bool aTight = a.estimate.oom_risk != OomRisk::Fits;
-    const bool bTight = b.estimate.oom_risk != OomRisk::Fits;
-    if (aTight != bTight)
-        return bTight;
-    return faster(a, b);
-}
-
-std::vector<bool> pivotsFor(const CostModel& model, const std::vector<std::string>& pivots)
-{
-    const auto& layers = model.layers();
-    std::vector<bool> mayStart(layers.size(), pivots.empty());
-    mayStart[0] = true;
-    for (std::size_t i = 0; i < layers.size(); ++i)
-        for (const auto& pivot : pivots)
-            if (layers[i].name == pivot || endsWith(layers[i].name, "." + pivot)
-                || startsWith(layers[i].name, pivot + "."))
-                mayStart[i] = true;
-    return mayStart;
-}
-
-int inflightOf(ScheduleKind schedule, int stage, int stages, int microbatches)
-{
-    switch (schedule) {
-    case ScheduleKind::GPipe:
-        return microbatches;
-    case ScheduleKind::ZeroBubbleH1:
-        return std::min(microbatches, stages);
-    case ScheduleKind::ZeroBubbleV: // two chunks per rank: the partitioner does not split V pipelines
-    case ScheduleKind::DualPipeV:
-    case ScheduleKind::DualPipe:
-    case ScheduleKind::OneFOneB:
-    case ScheduleKind::Interleaved1F1B:
-        break;
-    }
-    return std::min(microbatches, stages - stage);
-}
-
-/** The bubble (Evaluation::bubble_ratio: the pipeline's idle share of the step) of uniform stages, from the idle /
-    busy ratio r of the schedule: r / (1 + r); (p-1)/(m+p-1) for 1F1B and GPipe, as AutoDist bounds it. */
-double closedFormBubble(const ParallelConfig& c)
-{
-    const double idleOverBusy = static_cast<double>(c.pp - 1) / (static_cast<double>(c.vpp) * c.num_microbatches);
-    double r = idleOverBusy;
-    // With F = B = W: ZB-H1 and ZB-V idle for one F per stage, DualPipeV for two (tst_sim's closed forms).
-    switch (c.schedule) {
-    case ScheduleKind::ZeroBubbleH1:
-    case ScheduleKind::ZeroBubbleV:
-        r = idleOverBusy / 3;
-        break;
-    case ScheduleKind::DualPipeV:
-        r = idleOverBusy * 2 / 3;
-        break;
-    case ScheduleKind::DualPipe:
-        // (p / 2 - 1) x 2F idle over a busy time of 3F per micro-batch (tst_sim's closed form).
-        r = static_cast<double>(c.pp - 2) / (3.0 * c.num_microbatches);
-        break;
-    default:
-        break;
-    }
-    return r / (1 + r);
-}
-
-struct Context
-{
-    const CostModel& model;
-    const PlannerConfig& config;
-    const Workload& workload;
-    std::vector<bool> mayStart;
-};
-
-/** Partitions (when pipelined), prunes and estimates one candidate. */
-Scored scoreCandidate(const Context& ctx, std::size_t index, ParallelConfig c)
-{
-    Scored s;
-    s.index = index;
-    if (c.pp > 1 && closedFormBubble(c) > ctx.config.max_pipeline_bubble_ratio) {
-        s.pruned = true;
-        s.estimate.config = c;
-        s.estimate.reason = cat("pipeline bubble ", fixed(closedFormBubble(c), 2), " over max_pipeline_bubble_ratio ",
-                                fixed(ctx.config.max_pipeline_bubble_ratio, 2));
-        return s;
-    }
-    const bool pivoted = std::find(ctx.mayStart.begin(), ctx.mayStart.end(), false) != ctx.mayStart.end();
-    // The layers' times and bytes under this configuration, where stages may start.
-    const auto layersOf = [&] {
-        const auto profile = ctx.model.layerProfile(c);
-        PartitionInput in;
-        in.time = profile.time;
-        in.static_bytes = profile.static_bytes;
-        in.stash_bytes = profile.stash_bytes;
-        in.transient_bytes = profile.transient_bytes;
-        in.may_start = ctx.mayStart;
-        return in;
-    };
-    if (c.pp > 1 && c.vpp == 1) {
-        PartitionInput in = layersOf();
-        // The partitioner sums allocated bytes: the runtime sits beside them, the allocator's slack scales them.
-        const double slack = ctx.model.fragmentationFactor(c);
-        in.fixed_bytes = ctx.model.runtimeBytes(c) / slack;
-        in.memory_limit = ctx.workload.memory_limit_bytes / slack;
-        in.stages = c.pp;
-        for (int stage = 0; stage < c.pp; ++stage)
-            in.inflight.push_back(inflightOf(c.schedule, stage, c.pp, c.num_microbatches));
-        PartitionResult part = partitionStages(in);
-        if (!part.feasible && in.memory_limit > 0) {
-            // Nothing fits: split for time alone, so the estimate can still report the memory it needs.
-            in.memory_limit = 0;
-            part = partitionStages(in);
-        }
-        if (part.feasible) {
-            c.stage_layers = part.counts;
-            if (part.max_stage_time > 0
-                && part.min_stage_time / part.max_stage_time < ctx.config.max_pipeline_unbalance_ratio) {
-                s.pruned = true;
-                s.estimate.config = c;
-                s.estimate.reason
-                    = cat("stages unbalanced: fastest/slowest = ", fixed(part.min_stage_time / part.max_stage_time, 2),
-                          " under max_pipeline_unbalance_ratio ", fixed(ctx.config.max_pipeline_unbalance_ratio, 2));
-                return s;
-            }
-        } else if (pivoted) {
-            s.estimate.config = c;
-            s.estimate.reason = part.reason;
-            return s;
-        }
-    } else if (c.pp > 1 && pivoted) {
-        // Several chunks per rank (interleaved, V schedules, DualPipe): the chunks in virtual-stage order may start
-        // only at pivots too. Split them for time at the pivots and pin that split; the estimate checks memory.
-        PartitionInput in = layersOf();
-        in.stages = c.schedule == ScheduleKind::DualPipe ? c.pp : c.pp * c.vpp;
-        in.inflight.assign(static_cast<std::size_t>(in.stages), 1);
-        const PartitionResult part = partitionStages(in);
-        if (!part.feasible) {
-            s.estimate.config = c;
-            s.estimate.reason = cat(part.reason, " (", scheduleName(c.schedule), " with ", in.stages,
-                                    " model chunks must start each chunk at a pivot)");
-            return s;
-        }
-        c.stage_layers = part.counts;
-    }
-    s.estimate = ctx.model.estimate(c, ctx.workload);
-    return s;
-}
-
 Cluster plannedCluster(const Problem& problem, const PlannerConfig& config)
 {
     Cluster cluster = problem.cluster;
@@ -258,6 +94,8 @@ Cluster plannedCluster(const Problem& problem, const PlannerConfig& config)
 } // namespace
 
 namespace {
+
+using namespace search_detail;
 
 PlanResult searchPlans(const Problem& problem, const PlannerConfig& config, ProgressSink& progress,
                        std::stop_token stop);
@@ -538,96 +376,5 @@ PlanResult searchPlans(const Problem& problem, const PlannerConfig& config, Prog
 }
 
 } // namespace
-
-std::shared_ptr<const ModelGraph> withShardingRoles(std::shared_ptr<const ModelGraph> graph,
-                                                    const std::vector<Layer>& layers, const Cluster& cluster,
-                                                    const CostParams& params, const PlannerConfig& config,
-                                                    std::string* note)
-{
-    if (hasTensorParallelRoles(*graph) || cluster.gpus_per_node < 2)
-        return graph;
-    ShardingOptions options;
-    options.tp = 1;
-    while (options.tp * 2 <= std::min(cluster.gpus_per_node, 8))
-        options.tp *= 2;
-    options.solver = config.solver;
-    options.memory_granularity = config.memory_granularity;
-    options.ignore_small_tensor_threshold = config.ignore_small_tensor_threshold;
-    options.param_memory_factor = 2 + config.opt_resident_coef;
-    if (!config.partition_constraints_path.empty())
-        options.constraints = loadPartitionConstraints(config.partition_constraints_path);
-    const auto source = makeDatasheetCostSource(cluster, params);
-    TpAnnotationReport report;
-    auto annotated
-        = std::make_shared<const ModelGraph>(annotateTensorParallel(*graph, layers, *source, options, &report));
-    if (note) {
-        *note = cat("no tensor-parallel roles in the graph: the intra-op solver (", report.solver, ") split it at tp ",
-                    report.tp, ": ", report.column, " column, ", report.row, " row, ", report.heads, " heads, ",
-                    report.local, " local, ", report.replicated, " replicated ops");
-        for (const auto& warning : report.warnings)
-            *note += "; " + warning;
-    }
-    return annotated;
-}
-
-std::vector<Layer> planningLayers(const ModelGraph& graph, const PlannerConfig& config, std::string* note)
-{
-    if (config.layer_num > 0) {
-        auto layers = constructLayers(graph, config.layer_num);
-        if (note)
-            *note = cat("automatic layer construction: ", layers.size(), " layers (layer_num ", config.layer_num, ")");
-        return layers;
-    }
-    try {
-        return layersByModule(graph);
-    } catch (const InputError&) {
-        const int count = static_cast<int>(std::min<std::size_t>(graph.ops().size(), 32));
-        if (note)
-            *note = cat("no repeated blocks in the module paths: automatic layer construction into ", count, " layers");
-        return constructLayers(graph, count);
-    }
-}
-
-ProfileRequest profileRequestOf(const PlannerConfig& config)
-{
-    ProfileRequest request;
-    request.profile_dir = config.profile_dir;
-    request.use_profile = config.use_profile;
-    request.re_profile = config.re_profile;
-    request.parallel_profile = config.parallel_profile;
-    return request;
-}
-
-std::shared_ptr<const CostSource> plannerCostSource(const Cluster& cluster, CostParams& params,
-                                                    const PlannerConfig& config,
-                                                    const std::function<void(std::string)>& log)
-{
-    const CostSourceChoice choice = chooseCostSource(cluster, params, profileRequestOf(config));
-    params.calibrated_memory_bytes = choice.calibrated_memory_bytes;
-    for (const auto& note : choice.profile.notes)
-        log("profile: " + note);
-    return choice.source;
-}
-
-std::string selectedConfigLine(const Evaluation& e)
-{
-    const ParallelConfig& c = e.config;
-    const int recomputation = c.recompute == RecomputeKind::None ? 0
-        : c.recompute == RecomputeKind::Selective                ? 1
-        : c.recompute == RecomputeKind::Full                     ? 2
-                                                                 : 3;
-    std::string layers;
-    for (const int n : e.chunkLayers())
-        layers += cat(layers.empty() ? "" : " ", n);
-    return cat(
-        "num_stages : ", c.pp, ", num_micro_batches : ", c.num_microbatches, ", batch_per_device : ", c.micro_batch,
-        ", TP ", c.tp, ", DP ", c.dp, ", CP ", c.cp, ", EP ", c.ep, ", VPP ", c.vpp,
-        ", recomputation : ", recomputation, ", distribute_param : ", c.zero_stage >= 3 ? "true" : "false",
-        ", distribute_grad : ", c.zero_stage >= 2 ? "true" : "false",
-        ", distribute_optimizer : ", c.zero_stage >= 1 ? "true" : "false",
-        ", sequence_parallel : ", c.sequence_parallel ? "true" : "false",
-        ", schedule : ", scheduleName(c.pp > 1 ? c.schedule : ScheduleKind::OneFOneB), ", stage_layers : [", layers,
-        "]", c.framework != Framework::Generic ? cat(", framework : ", frameworkName(c.framework)) : std::string());
-}
 
 } // namespace shardscape
