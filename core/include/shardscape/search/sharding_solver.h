@@ -18,7 +18,7 @@ namespace shardscape {
 
 /**
  * How one op is split over a 1-D tensor-parallel group of tp devices (the intra-op solver's choices).
- * Which ones an op offers depends on its kind and shapes (sharding_solver.cpp documents each):
+ * Which ones an op offers depends on its kind and shapes (core/src/search/sharding_model.h documents each):
  * ops with a 2-D weight [in, out] offer column and row, attention cores heads, norms only replicate and
  * batch, and elementwise ops follow their input's layout (batch, or column = split the last dim, or heads
  * for [b, heads, s, s] tensors).
