@@ -292,15 +292,15 @@ int runPlan(const PlanOptions& o)
             throw InfeasibleError(cat(problem.graph->name, " has no plan on ", problem.cluster.nodes, " x ",
                                       problem.cluster.gpus_per_node, " ", problem.cluster.device.name, ": ",
                                       result.nothing_costed));
+        const double runtime = runtimeOverLimit(result);
         throw InfeasibleError(
             cat(problem.graph->name, " fits nowhere on ", problem.cluster.nodes, " x ", problem.cluster.gpus_per_node,
                 " ", problem.cluster.device.name, ": ", whyNothingFits(result),
                 result.framework_limits.empty() ? std::string()
                                                 : cat(" (searching only what ", frameworkName(config.framework),
                                                       " runs: ", join(result.framework_limits, "; "), ")")),
-            runtimeOverLimit(result) > 0
-                ? cat("no layout fits under that limit: raise --memory-gb above ", memoryText(runtimeOverLimit(result)),
-                      "; the device has ", memoryText(problem.cluster.device.memory_bytes))
+            runtime > 0 ? cat("no layout fits under that limit: raise --memory-gb above ", memoryText(runtime),
+                              "; the device has ", memoryText(problem.cluster.device.memory_bytes))
                 : !result.lock_advice.empty() ? join(result.lock_advice, "; ")
                 : config.locks.any()          ? cat("no single lock's release helps (", config.locks.describe(),
                                                     "): release several, or add GPUs (--nodes)")

@@ -139,9 +139,7 @@ std::string wayOut(const Evaluation& e, const CostModel& model, const SimulateOp
                    " layers (list them with: shardscape-cli inspect --model ", o.model, ")");
     if (e.simulation) {
         // Out of memory. Under a limit the runtime memory alone exceeds, no layout lever helps.
-        double runtime = 0;
-        for (const auto& stage : e.stages)
-            runtime = std::max(runtime, stage.memory.runtime);
+        const double runtime = e.runtimeMemory();
         if (e.memory_limit_bytes > 0 && runtime >= e.memory_limit_bytes)
             return cat("the CUDA context, NCCL and cuBLAS workspaces alone take ", memoryText(runtime),
                        ": raise --memory-gb above that");

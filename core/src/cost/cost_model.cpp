@@ -39,6 +39,14 @@ double Evaluation::peakMemory() const
     return peak;
 }
 
+double Evaluation::runtimeMemory() const
+{
+    double runtime = 0;
+    for (const auto& s : stages)
+        runtime = std::max(runtime, s.memory.runtime);
+    return runtime;
+}
+
 std::vector<int> Evaluation::chunkLayers() const
 {
     const int pp = static_cast<int>(stages.size());

@@ -12,9 +12,13 @@ std::optional<TomlNestingExcess> findTomlNestingExcess(std::string_view text, in
     std::size_t lineStart = 0;
     const auto excess = [&](std::size_t at) { return TomlNestingExcess {line, static_cast<int>(at - lineStart) + 1}; };
     int header = 0; // parts of the current [table] or [[array]] header
-    // Per open '[' or '{' of a value: the key parts in force when it opened (an inline table's keys add to them).
-    std::vector<int> base;
-    std::vector<char> open;
+    /** An open '[' or '{' of a value, with the key parts in force when it opened (an inline table's keys add). */
+    struct Open
+    {
+        char bracket;
+        int keyParts;
+    };
+    std::vector<Open> open;
     bool atLineStart = true;
     bool inKey = true; // reading a key: at a line's start outside values, or after '{' or ',' in an inline table
     bool inHeader = false;
@@ -91,22 +95,20 @@ std::optional<TomlNestingExcess> findTomlNestingExcess(std::string_view text, in
             if (c == '.') {
                 ++dots;
             } else if (c == '=') {
-                keyParts = (base.empty() ? 0 : base.back()) + dots + 1;
+                keyParts = (open.empty() ? 0 : open.back().keyParts) + dots + 1;
                 if (header + keyParts + static_cast<int>(open.size()) > limit)
                     return excess(i);
                 inKey = false;
                 dots = 0;
-            } else if (c == '}' && !open.empty() && open.back() == '{') { // an empty inline table
-                keyParts = base.back();
+            } else if (c == '}' && !open.empty() && open.back().bracket == '{') { // an empty inline table
+                keyParts = open.back().keyParts;
                 open.pop_back();
-                base.pop_back();
                 inKey = false;
             }
             continue;
         }
         if (c == '[' || c == '{') {
-            open.push_back(c);
-            base.push_back(keyParts);
+            open.push_back({c, keyParts});
             if (header + keyParts + static_cast<int>(open.size()) > limit)
                 return excess(i);
             if (c == '{') {
@@ -114,10 +116,9 @@ std::optional<TomlNestingExcess> findTomlNestingExcess(std::string_view text, in
                 dots = 0;
             }
         } else if ((c == ']' || c == '}') && !open.empty()) {
-            keyParts = base.back(); // back to the key whose value the closed bracket was in
+            keyParts = open.back().keyParts; // back to the key whose value the closed bracket was in
             open.pop_back();
-            base.pop_back();
-        } else if (c == ',' && !open.empty() && open.back() == '{') {
+        } else if (c == ',' && !open.empty() && open.back().bracket == '{') {
             inKey = true;
             dots = 0;
         }

@@ -140,9 +140,7 @@ double runtimeOverLimit(const PlanResult& result)
 {
     if (result.infeasible.empty() || !(result.memory_limit_bytes > 0))
         return 0;
-    double runtime = 0;
-    for (const auto& stage : result.infeasible.front().stages)
-        runtime = std::max(runtime, stage.memory.runtime);
+    const double runtime = result.infeasible.front().runtimeMemory();
     return runtime >= result.memory_limit_bytes ? runtime : 0;
 }
 

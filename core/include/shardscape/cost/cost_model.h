@@ -90,6 +90,8 @@ struct Evaluation
 
     /** Largest per-device peak over stages, bytes. */
     double peakMemory() const;
+    /** Largest runtime memory over stages (CUDA context, NCCL and cuBLAS workspaces), bytes: no layout lowers it. */
+    double runtimeMemory() const;
     /** Layers per model chunk in virtual-stage order, as `stage_layers` takes them (automatic splits included):
         pp x vpp entries, or pp under DualPipe, whose second direction repeats the first's stages. */
     std::vector<int> chunkLayers() const;
