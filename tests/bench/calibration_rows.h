@@ -210,14 +210,15 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
                  "attention, dropout 0.1, distributed optimizer (ZeRO-1), SP with TP";
         return r;
     }
-    if (series == "bloom_176b_production") {
+    if (series == "bloom_176b_production" || series == "bigscience_tr11_topology_2022_02_28") {
         // tr11-176B-ml.slurm: ALiBi (no position table), no dropout flags (Megatron-DeepSpeed defaults 0.1),
-        // tied embeddings, Megatron fused softmax (no flash attention in 2022).
+        // tied embeddings, Megatron fused softmax (no flash attention in 2022). The pre-launch topology benchmarks
+        // of chronicles-prequel.md ran the same stack on the same 48 nodes; they state seconds per iteration.
         r.tied = true;
         r.learned_positions = false;
         r.flash = false;
         r.dropout = 0.1;
-        r.metric = Metric::TflopsMegatron4Pass;
+        r.metric = series == "bloom_176b_production" ? Metric::TflopsMegatron4Pass : Metric::SecondsPerIteration;
         r.framework = Framework::DeepSpeed; // Megatron-DeepSpeed: DeepSpeed's pipeline engine and ZeRO-1 optimizer
         r.note = "BLOOM: GELU 4h, LayerNorm, ALiBi (costed as rotary), tied embeddings, unfused attention, dropout 0.1";
         return r;

@@ -567,6 +567,47 @@ private Q_SLOTS:
         }
     }
 
+    /**
+     * DeepSpeed's BF16_Optimizer under a pipeline: every micro-batch's backward ends by folding the bf16 gradients
+     * into the fp32 buffers (hp.add_(lp.to(fp32)): 2 + 4 + 4 + 4 + 4 = 18 B per parameter through HBM), and after
+     * the flush the engine all-reduces the fp32 buffers and step() all-gathers the updated bf16 weights.
+     */
+    void deepSpeedBf16PipelineFoldsAndAllReducesFp32Grads()
+    {
+        const auto graph = presetGraph("llama2-7b", 1024);
+        const Cluster cluster = h100Node();
+        ParallelConfig config;
+        config.pp = 2;
+        config.dp = 2;
+        config.num_microbatches = 4;
+        config.zero_stage = 1;
+        config.framework = Framework::DeepSpeed;
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        EvaluateOptions partOfTheNode;
+        partOfTheNode.require_full_cluster = false;
+        CostModel folding(graph, cluster);
+        const Evaluation e = folding.evaluate(config, workload, partOfTheNode);
+        CostModel plain(graph, cluster);
+        FrameworkProfile bf16Grads = frameworkProfile(Framework::DeepSpeed);
+        bf16Grads.pipeline_bf16_fp32_grads = false;
+        plain.overrideFrameworkProfile(bf16Grads);
+        const Evaluation without = plain.evaluate(config, workload, partOfTheNode);
+        QVERIFY2(e.feasible && without.feasible, (e.reason + without.reason).c_str());
+        const double hbm = cluster.device.hbm_bandwidth * CostParams {}.memory_efficiency;
+        for (std::size_t s = 0; s < e.stages.size(); ++s) {
+            const double params = e.stages[s].memory.weights / 2;
+            QVERIFY(relativeError(e.stages[s].compute - without.stages[s].compute, 18 * params / hbm) < 1e-9);
+        }
+        // Stage 0 runs the last backward, so its sync is what the step waits for.
+        const double params = e.stages.front().memory.weights / 2;
+        const auto source = makeDatasheetCostSource(cluster, {});
+        const double sync = source->collectiveTime(Collective::AllReduce, 4 * params, {2, 2})
+            + source->collectiveTime(Collective::AllGather, 2 * params, {2, 2});
+        QVERIFY2(relativeError(e.time.dp_exposed, sync) < 1e-9,
+                 (std::to_string(e.time.dp_exposed) + " vs " + std::to_string(sync)).c_str());
+    }
+
     void pipelineP2pBlocksWhereTheFrameworkWaits_data()
     {
         QTest::addColumn<int>("framework");

@@ -65,6 +65,9 @@ std::vector<int> Evaluation::chunkLayers() const
 
 namespace {
 
+/** HBM bytes per parameter of folding a bf16 gradient into an fp32 buffer with hp.add_(lp.to(fp32)). */
+constexpr double kHpGradFoldBytesPerParam = 2 + 4 + 4 + 4 + 4;
+
 /** Identical layers (every decoder block of a transformer) get the same signature, so they share costs. */
 std::size_t layerSignature(const ModelGraph& graph, const Layer& layer)
 {
@@ -360,6 +363,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     const FrameworkProfile& framework = frameworkOf(c);
     // Gradients travel in the dtype they accumulate in: fp32 in Megatron and FSDP (reduce_dtype), bf16 in DeepSpeed.
     const double gradCommBytes = gradientBytes(framework, m_params, c, m_graph->dtype);
+    const bool fp32GradBuffers = pipelineFp32Grads(framework, c, m_graph->dtype);
 
     PipelineSpec& spec = a->spec;
     spec.schedule = c.pp == 1 ? ScheduleKind::OneFOneB : c.schedule;
@@ -424,6 +428,13 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             }
         }
         stage.static_bytes = chunk.weights + chunk.gradients + chunk.optimizer;
+        if (fp32GradBuffers) {
+            // BF16_Optimizer folds each micro-batch's bf16 gradients into its fp32 buffers at the end of the
+            // backward (pipe/engine.py _exec_backward_pass -> update_hp_grads, or the per-parameter grad hooks
+            // under immediate_grad_update; bf16_optimizer.py _update_hp_grad: hp_grad.add_(lp.grad.to(fp32))),
+            // on the compute stream: the fp32 copy reads 2 B and writes 4 B, the add reads 4 + 4 B and writes 4 B.
+            stage.backward_weight += m_source->memoryTime((dense + expert) * kHpGradFoldBytesPerParam);
+        }
 
         // Data-parallel gradient sync (ZeRO 1/2: reduce-scatter + all-gather, the same volume as an all-reduce).
         const double expertSyncTime
@@ -455,6 +466,15 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
                 // The updated weight shards are all-gathered once per step.
                 stage.grad_sync = paramGather(gather, stage.forward) + expertSyncTime;
             }
+        } else if (fp32GradBuffers) {
+            // BF16_Optimizer: the pipeline engine all-reduces the whole fp32 gradient buffers
+            // (pipe/engine.py _bf16_reduce_grads -> engine.py buffered_allreduce_fallback), each rank updates its
+            // shard of the fp32 master weights, and step() all-gathers the updated bf16 weights
+            // (bf16_optimizer.py update_lp_params -> all_gather_dp_groups): an all-reduce, not a reduce-scatter.
+            stage.grad_sync = m_source->collectiveTime(Collective::AllReduce, dense * gradCommBytes, denseSync)
+                + (c.zero_stage == 1 ? m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero)
+                                     : 0.0)
+                + expertSyncTime;
         } else if (c.zero_stage == 1) {
             // ZeRO-1 (Megatron's distributed optimizer): reduce-scatter the gradients, update the local shard, then
             // all-gather the updated 16-bit weights. Calibration fix: this was costed as an all-reduce of
