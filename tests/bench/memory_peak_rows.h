@@ -239,6 +239,13 @@ inline PeakCase makePeakCase(const nlohmann::json& row)
         out.reason = "no measured peak";
         return out;
     }
+    // A CUDA context the source measured on the run's own software stack (PyTorch before CUDA's lazy module
+    // loading loaded every kernel image up front), in place of the profile's current-stack figure.
+    if (const auto context = optNumber(at(row, "environment"), "cuda_context_mib")) {
+        c.framework_profile = frameworkProfile(p.framework);
+        c.framework_profile->cuda_context_bytes = *context * units::kMiB;
+        out.assumptions.push_back(cat("CUDA context ", *context, " MiB as measured on the run's stack"));
+    }
     c.simulable = true;
     return out;
 }

@@ -10,9 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include <QTest>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 
 using namespace shardscape;
 
@@ -64,6 +66,30 @@ std::shared_ptr<const ModelGraph> presetGraph(const std::string& preset, std::in
 Cluster h100Node(int nodes = 1)
 {
     return loadCluster("h100-sxm", nodes, 8);
+}
+
+/** A DeepSpeed ZeRO-1 configuration on part of one H100 node, under DeepSpeed's profile or the one given. */
+Evaluation evaluateDeepSpeed(const std::shared_ptr<const ModelGraph>& graph, ParallelConfig config,
+                             const std::optional<FrameworkProfile>& profile = std::nullopt)
+{
+    config.zero_stage = 1;
+    config.framework = Framework::DeepSpeed;
+    Workload workload;
+    workload.memory_limit_bytes = 1e15;
+    EvaluateOptions partOfTheNode;
+    partOfTheNode.require_full_cluster = false;
+    CostModel model(graph, h100Node());
+    if (profile)
+        model.overrideFrameworkProfile(*profile);
+    return model.evaluate(config, workload, partOfTheNode);
+}
+
+/** DeepSpeed's profile with one of its switches turned off. */
+FrameworkProfile deepSpeedWithout(bool FrameworkProfile::*the_switch)
+{
+    FrameworkProfile profile = frameworkProfile(Framework::DeepSpeed);
+    profile.*the_switch = false;
+    return profile;
 }
 
 const Layer& firstBlock(const std::vector<Layer>& layers)
@@ -574,26 +600,16 @@ private Q_SLOTS:
      */
     void deepSpeedBf16PipelineFoldsAndAllReducesFp32Grads()
     {
-        const auto graph = presetGraph("llama2-7b", 1024);
-        const Cluster cluster = h100Node();
         ParallelConfig config;
         config.pp = 2;
         config.dp = 2;
         config.num_microbatches = 4;
-        config.zero_stage = 1;
-        config.framework = Framework::DeepSpeed;
-        Workload workload;
-        workload.memory_limit_bytes = 1e15;
-        EvaluateOptions partOfTheNode;
-        partOfTheNode.require_full_cluster = false;
-        CostModel folding(graph, cluster);
-        const Evaluation e = folding.evaluate(config, workload, partOfTheNode);
-        CostModel plain(graph, cluster);
-        FrameworkProfile bf16Grads = frameworkProfile(Framework::DeepSpeed);
-        bf16Grads.pipeline_bf16_fp32_grads = false;
-        plain.overrideFrameworkProfile(bf16Grads);
-        const Evaluation without = plain.evaluate(config, workload, partOfTheNode);
+        const auto graph = presetGraph("llama2-7b", 1024);
+        const Evaluation e = evaluateDeepSpeed(graph, config);
+        const Evaluation without
+            = evaluateDeepSpeed(graph, config, deepSpeedWithout(&FrameworkProfile::pipeline_bf16_fp32_grads));
         QVERIFY2(e.feasible && without.feasible, (e.reason + without.reason).c_str());
+        const Cluster cluster = h100Node();
         const double hbm = cluster.device.hbm_bandwidth * CostParams {}.memory_efficiency;
         for (std::size_t s = 0; s < e.stages.size(); ++s) {
             const double params = e.stages[s].memory.weights / 2;
@@ -606,6 +622,37 @@ private Q_SLOTS:
             + source->collectiveTime(Collective::AllGather, 2 * params, {2, 2});
         QVERIFY2(relativeError(e.time.dp_exposed, sync) < 1e-9,
                  (std::to_string(e.time.dp_exposed) + " vs " + std::to_string(sync)).c_str());
+    }
+
+    void deepSpeedPipelineKeepsStageOutputs_data()
+    {
+        QTest::addColumn<int>("tp");
+        // Without tensor parallelism DeepSpeed's pipe_buffers hold each in-flight micro-batch's whole output and the
+        // received input beside the clone the forward runs on; with it, the output's 1/tp partition only.
+        QTest::newRow("tp1") << 1;
+        QTest::newRow("tp2") << 2;
+    }
+    void deepSpeedPipelineKeepsStageOutputs()
+    {
+        QFETCH(int, tp);
+        const auto graph = presetGraph("llama2-7b", 2048);
+        ParallelConfig config;
+        config.tp = tp;
+        config.pp = 4;
+        config.num_microbatches = 8;
+        const Evaluation e = evaluateDeepSpeed(graph, config);
+        const Evaluation without
+            = evaluateDeepSpeed(graph, config, deepSpeedWithout(&FrameworkProfile::pipeline_keeps_stage_io));
+        QVERIFY2(e.feasible && without.feasible, (e.reason + without.reason).c_str());
+        const double hidden = 2.0 * 2048 * graph->transformer->hidden; // one sequence's residual stream in bf16
+        for (std::size_t s = 0; s < e.stages.size(); ++s) {
+            const bool first = s == 0;
+            const bool last = s + 1 == e.stages.size();
+            const double perMicrobatch = (last ? 0 : hidden / tp) + (tp == 1 && !first ? hidden : 0);
+            const double added = e.stages[s].memory.activations - without.stages[s].memory.activations;
+            QVERIFY2(std::abs(added - perMicrobatch * e.stages[s].peak_inflight) <= 1e-6 * hidden,
+                     (std::to_string(s) + ": " + std::to_string(added)).c_str());
+        }
     }
 
     void pipelineP2pBlocksWhereTheFrameworkWaits_data()
@@ -976,17 +1023,10 @@ private Q_SLOTS:
         const auto graph = std::make_shared<const ModelGraph>(loadModel("gpt2", options));
         QVERIFY(graph->transformer && graph->transformer->tied_embeddings);
         const Cluster cluster = h100Node();
-        CostModel model(graph, cluster);
         ParallelConfig config;
         config.pp = 2;
         config.num_microbatches = 4;
-        config.zero_stage = 1;
-        config.framework = Framework::DeepSpeed;
-        Workload workload;
-        workload.memory_limit_bytes = 1e15;
-        EvaluateOptions partOfTheNode;
-        partOfTheNode.require_full_cluster = false;
-        const Evaluation e = model.evaluate(config, workload, partOfTheNode);
+        const Evaluation e = evaluateDeepSpeed(graph, config);
         QVERIFY2(e.feasible, e.reason.c_str());
         const double elements = static_cast<double>(graph->transformer->vocab * graph->transformer->hidden);
         const auto source = makeDatasheetCostSource(cluster, {});

@@ -405,6 +405,14 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
                 costs[static_cast<std::size_t>(a->chunks[static_cast<std::size_t>(k - 1)].last)]->output_bytes,
                 ppInterNode)
             : 0;
+        if (framework.pipeline_keeps_stage_io && c.pp > 1) {
+            // Kept per in-flight micro-batch beside what the layers save (FrameworkProfile::pipeline_keeps_stage_io).
+            if (!endsChain(c.schedule, c.pp, c.vpp, k))
+                stage.activation_bytes += costs[static_cast<std::size_t>(chunk.last)]->output_bytes / c.tp;
+            if (c.tp == 1 && !startsChain(c.schedule, c.pp, k))
+                stage.activation_bytes
+                    += costs[static_cast<std::size_t>(a->chunks[static_cast<std::size_t>(k - 1)].last)]->output_bytes;
+        }
         stage.exposed_comm_forward = std::min(stage.forward, chunk.otherCommForward);
         stage.exposed_comm_backward
             = std::min(stage.backward_input, std::max(0.0, chunk.otherComm - chunk.otherCommForward));

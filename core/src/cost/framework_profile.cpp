@@ -248,7 +248,12 @@ FrameworkProfile torchtitan()
  *   (ZeRO stage 0; BF16_Optimizer shards the fp32 master weights and Adam states itself, as ZeRO-1);
  * - pipeline p2p is synchronous: pipe/p2p.py send() and recv() assert async_op == False and call dist.send /
  *   dist.recv, which wait for the transfer on the calling stream; TrainSchedule's SendActivation, RecvGrad,
- *   SendGrad and RecvActivation each stop the stage's compute while they run.
+ *   SendGrad and RecvActivation each stop the stage's compute while they run;
+ * - pipe/engine.py _exec_forward_pass keeps pipe_buffers['outputs'][buffer_id] until _exec_backward_pass frees
+ *   it, and computes on pipe_buffers['inputs'][buffer_id].clone(): with tensor parallelism (is_pipe_partitioned,
+ *   the default pipeline.pipe_partitioned) the output is replaced by its 1/tp PartitionedTensor and the input
+ *   buffer by the gathered tensor the forward uses; without it the stage keeps the whole output and the received
+ *   input beside its clone.
  */
 FrameworkProfile deepSpeed()
 {
@@ -271,6 +276,7 @@ FrameworkProfile deepSpeed()
     p.grad_sync_overlaps_backward = false;
     p.pipeline_bf16_fp32_grads = true;
     p.pipeline_p2p_blocks_compute = true;
+    p.pipeline_keeps_stage_io = true;
     p.schedules = {ScheduleKind::OneFOneB};
     p.pipeline_with_zero23 = false;
     p.context_parallel = false;
