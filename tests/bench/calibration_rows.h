@@ -161,6 +161,9 @@ struct SeriesRules
     /** The series ran Megatron-LM from before 2021-09, whose column-parallel backward waited for its TP all-reduce
         (the async all-reduce beside the wgrad GEMM came with commit 3f65246911, 2021-09-02). */
     bool megatron_sync_tp_backward = false;
+    /** The series' DeepSpeed config says ZeRO stage 0 and bf16 under a pipeline, where DeepSpeed runs BF16_Optimizer
+        (which shards the optimizer states as ZeRO-1 does; the rows state zero_stage 1 for that sharding). */
+    bool deepspeed_stage0_bf16_optimizer = false;
     std::string note;
 };
 
@@ -219,6 +222,7 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
         r.flash = false;
         r.dropout = 0.1;
         r.metric = series == "bloom_176b_production" ? Metric::TflopsMegatron4Pass : Metric::SecondsPerIteration;
+        r.deepspeed_stage0_bf16_optimizer = true; // tr11-176B-ml.slurm: ZERO_STAGE=0, "bf16 must use z0"
         r.framework = Framework::DeepSpeed; // Megatron-DeepSpeed: DeepSpeed's pipeline engine and ZeRO-1 optimizer
         r.note = "BLOOM: GELU 4h, LayerNorm, ALiBi (costed as rotary), tied embeddings, unfused attention, dropout 0.1";
         return r;
@@ -480,6 +484,11 @@ inline Case makeCase(const nlohmann::json& row)
         p.zero_stage = static_cast<int>(*zero);
     else
         p.zero_stage = rules->default_zero;
+    if (rules->deepspeed_stage0_bf16_optimizer) {
+        p.zero_stage = 0;
+        c.assumptions.push_back("ZeRO stage 0 in the DeepSpeed config: DeepSpeed runs BF16_Optimizer, which shards "
+                                "the optimizer states itself");
+    }
 
     if (isNull(row, "sequence_parallel")) {
         p.sequence_parallel = rules->sp_with_tp && p.tp > 1;

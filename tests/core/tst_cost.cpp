@@ -68,11 +68,10 @@ Cluster h100Node(int nodes = 1)
     return loadCluster("h100-sxm", nodes, 8);
 }
 
-/** A DeepSpeed ZeRO-1 configuration on part of one H100 node, under DeepSpeed's profile or the one given. */
+/** A DeepSpeed configuration on part of one H100 node, under DeepSpeed's profile or the one given. */
 Evaluation evaluateDeepSpeed(const std::shared_ptr<const ModelGraph>& graph, ParallelConfig config,
                              const std::optional<FrameworkProfile>& profile = std::nullopt)
 {
-    config.zero_stage = 1;
     config.framework = Framework::DeepSpeed;
     Workload workload;
     workload.memory_limit_bytes = 1e15;
@@ -562,16 +561,23 @@ private Q_SLOTS:
     void deepSpeedBf16PipelineKeepsFp32Grads_data()
     {
         QTest::addColumn<bool>("bf16");
+        QTest::addColumn<int>("zero");
         QTest::addColumn<double>("gradBytes");
-        // BF16_Optimizer: the bf16 .grad and an fp32 accumulation buffer of every parameter of the stage; fp16 goes
-        // through the ZeRO-1 optimizer with 16-bit gradients.
-        QTest::newRow("bf16") << true << 6.0;
-        QTest::newRow("fp16") << false << 2.0;
+        QTest::addColumn<double>("optimizerBytes");
+        // At ZeRO stage 0 DeepSpeed runs bf16 pipelines through BF16_Optimizer: the bf16 .grad and an fp32
+        // accumulation buffer of every parameter of the stage, and the fp32 master and Adam states sharded over the
+        // data-parallel ranks (here 8). At stage 1 with the default bf16 grad_accum_dtype it runs ZeRO-1 with bf16
+        // gradients, as it does fp16.
+        QTest::newRow("bf16 zero0") << true << 0 << 6.0 << 12.0 / 8;
+        QTest::newRow("bf16 zero1") << true << 1 << 2.0 << 12.0 / 8;
+        QTest::newRow("fp16 zero1") << false << 1 << 2.0 << 12.0 / 8;
     }
     void deepSpeedBf16PipelineKeepsFp32Grads()
     {
         QFETCH(bool, bf16);
+        QFETCH(int, zero);
         QFETCH(double, gradBytes);
+        QFETCH(double, optimizerBytes);
         BuildOptions options;
         options.seq_len = 1024;
         options.dtype = bf16 ? DType::BF16 : DType::F16;
@@ -581,15 +587,16 @@ private Q_SLOTS:
         config.pp = 2;
         config.dp = 8;
         config.num_microbatches = 4;
-        config.zero_stage = 1;
+        config.zero_stage = zero;
         config.framework = Framework::DeepSpeed;
         Workload workload;
         workload.memory_limit_bytes = 1e15;
         const Evaluation e = model.evaluate(config, workload);
         QVERIFY2(e.feasible, e.reason.c_str());
         for (const auto& stage : e.stages) {
-            const double params = stage.memory.weights / 2; // 16-bit weights, unsharded at ZeRO-1
+            const double params = stage.memory.weights / 2; // 16-bit weights, unsharded below ZeRO-3
             QVERIFY(relativeError(stage.memory.gradients, gradBytes * params) < 1e-12);
+            QVERIFY(relativeError(stage.memory.optimizer, optimizerBytes * params) < 1e-12);
         }
     }
 
@@ -604,6 +611,7 @@ private Q_SLOTS:
         config.pp = 2;
         config.dp = 2;
         config.num_microbatches = 4;
+        config.zero_stage = 0; // where DeepSpeed picks BF16_Optimizer for bf16 pipelines
         const auto graph = presetGraph("llama2-7b", 1024);
         const Evaluation e = evaluateDeepSpeed(graph, config);
         const Evaluation without
@@ -640,6 +648,7 @@ private Q_SLOTS:
         config.tp = tp;
         config.pp = 4;
         config.num_microbatches = 8;
+        config.zero_stage = 1;
         const Evaluation e = evaluateDeepSpeed(graph, config);
         const Evaluation without
             = evaluateDeepSpeed(graph, config, deepSpeedWithout(&FrameworkProfile::pipeline_keeps_stage_io));
@@ -1026,6 +1035,7 @@ private Q_SLOTS:
         ParallelConfig config;
         config.pp = 2;
         config.num_microbatches = 4;
+        config.zero_stage = 1;
         const Evaluation e = evaluateDeepSpeed(graph, config);
         QVERIFY2(e.feasible, e.reason.c_str());
         const double elements = static_cast<double>(graph->transformer->vocab * graph->transformer->hidden);

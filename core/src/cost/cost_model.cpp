@@ -475,14 +475,12 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
                 stage.grad_sync = paramGather(gather, stage.forward) + expertSyncTime;
             }
         } else if (fp32GradBuffers) {
-            // BF16_Optimizer: the pipeline engine all-reduces the whole fp32 gradient buffers
-            // (pipe/engine.py _bf16_reduce_grads -> engine.py buffered_allreduce_fallback), each rank updates its
-            // shard of the fp32 master weights, and step() all-gathers the updated bf16 weights
+            // BF16_Optimizer (DeepSpeed's choice at ZeRO stage 0): the pipeline engine all-reduces the whole fp32
+            // gradient buffers (pipe/engine.py _bf16_reduce_grads -> engine.py buffered_allreduce_fallback), each
+            // rank updates its shard of the fp32 master weights, and step() all-gathers the updated bf16 weights
             // (bf16_optimizer.py update_lp_params -> all_gather_dp_groups): an all-reduce, not a reduce-scatter.
             stage.grad_sync = m_source->collectiveTime(Collective::AllReduce, dense * gradCommBytes, denseSync)
-                + (c.zero_stage == 1 ? m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero)
-                                     : 0.0)
-                + expertSyncTime;
+                + m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero) + expertSyncTime;
         } else if (c.zero_stage == 1) {
             // ZeRO-1 (Megatron's distributed optimizer): reduce-scatter the gradients, update the local shard, then
             // all-gather the updated 16-bit weights. Calibration fix: this was costed as an all-reduce of
@@ -502,7 +500,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
 
         // The optimizer step streams the rank's (sharded) states once.
         a->optimizerStep[static_cast<std::size_t>(stageRank(c.schedule, c.pp, k))]
-            += sharded(dense, expert, c.zero_stage >= 1) * adamStepBytesPerParam();
+            += sharded(dense, expert, shardsOptimizerStates(framework, c, m_graph->dtype)) * adamStepBytesPerParam();
     }
     // Under a V the embedding (stage 0) and the head (stage 2pp - 1) share rank 0: their gradients add locally.
     if (c.pp > 1 && !isVShaped(c.schedule) && m_graph->transformer && m_graph->transformer->tied_embeddings) {

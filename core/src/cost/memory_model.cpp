@@ -7,7 +7,12 @@ namespace shardscape {
 
 bool pipelineFp32Grads(const FrameworkProfile& f, const ParallelConfig& c, DType dtype)
 {
-    return f.pipeline_bf16_fp32_grads && c.pp > 1 && c.zero_stage <= 1 && dtype == DType::BF16;
+    return f.pipeline_bf16_fp32_grads && c.pp > 1 && c.zero_stage == 0 && dtype == DType::BF16;
+}
+
+bool shardsOptimizerStates(const FrameworkProfile& f, const ParallelConfig& c, DType dtype)
+{
+    return c.zero_stage >= 1 || pipelineFp32Grads(f, c, dtype);
 }
 
 double gradientBytes(const FrameworkProfile& f, const CostParams& params, const ParallelConfig& c, DType dtype)
@@ -70,7 +75,7 @@ ParameterMemory parameterMemory(const FrameworkProfile& f, const CostParams& par
         m.gradients = f.grad_bytes * whole + f.fp32_grad_partition_bytes * (f.zero1_full_grad_buffer ? whole : sharded);
     else
         m.gradients = (f.grad_bytes + f.fp32_grad_partition_bytes) * whole;
-    m.optimizer = (f.master_bytes + f.adam_state_bytes) * per(c.zero_stage >= 1);
+    m.optimizer = (f.master_bytes + f.adam_state_bytes) * per(shardsOptimizerStates(f, c, dtype));
     return m;
 }
 

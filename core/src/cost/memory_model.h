@@ -20,9 +20,14 @@ struct ShardDivisors
 /** Bytes per gradient element as the framework accumulates and reduces them (Generic: CostParams::grad_bytes). */
 double gradientBytes(const FrameworkProfile& profile, const CostParams& params, const ParallelConfig& c, DType dtype);
 
-/** bf16 pipeline training through an optimizer with fp32 gradient buffers for the whole stage (DeepSpeed's
-    BF16_Optimizer, which its pipeline engine requires for bf16 at ZeRO < 2). */
+/** bf16 pipeline training through an optimizer with fp32 gradient buffers for the whole stage: DeepSpeed's
+    BF16_Optimizer, which its engine picks for bf16 under a pipeline at ZeRO stage 0 (runtime/engine.py
+    _do_optimizer_sanity_check; at stage 1 with the default bf16 grad_accum_dtype it picks ZeRO-1 instead). */
 bool pipelineFp32Grads(const FrameworkProfile& profile, const ParallelConfig& c, DType dtype);
+
+/** Fp32 master weights and Adam states sharded over data parallelism: ZeRO >= 1, and BF16_Optimizer, which shards
+    them itself (runtime/bf16_optimizer.py partitions fp32_groups_flat_partition over the DP group). */
+bool shardsOptimizerStates(const FrameworkProfile& profile, const ParallelConfig& c, DType dtype);
 
 /** FSDP keeps every block's 16-bit unsharded copy from forward to backward: ZeRO-2 (reshard_after_forward=False),
     and torchtitan under pipeline parallelism (apply_fsdp turns resharding after forward off). */

@@ -43,6 +43,10 @@ std::string exportDeepSpeed(Context& context)
         context.note(cat("the plan's dtype ", dtypeName(dtype), " has no DeepSpeed precision section here"));
 
     doc["zero_optimization"] = {{"stage", c.zero_stage}};
+    if (dtype == DType::BF16 && c.pp > 1 && c.zero_stage == 0 && c.dp * c.cp > 1)
+        context.note("bf16 under a pipeline at ZeRO stage 0 runs DeepSpeed's BF16_Optimizer (runtime/engine.py "
+                     "_do_optimizer_sanity_check): fp32 gradient buffers, all-reduced after the flush, and the fp32 "
+                     "master weights and Adam states sharded over the data-parallel ranks, as the plan costs them");
     if (c.zero_ngroups > 1 && c.zero_stage > 0)
         context.note(cat("zero_ngroups ", c.zero_ngroups,
                          " (sharding within groups of the data-parallel ranks) has no DeepSpeed key; ZeRO++'s "
