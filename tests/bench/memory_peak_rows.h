@@ -241,10 +241,16 @@ inline PeakCase makePeakCase(const nlohmann::json& row)
     }
     // A CUDA context the source measured on the run's own software stack (PyTorch before CUDA's lazy module
     // loading loaded every kernel image up front), in place of the profile's current-stack figure.
-    if (const auto context = optNumber(at(row, "environment"), "cuda_context_mib")) {
-        c.framework_profile = frameworkProfile(p.framework);
+    const auto& environment = at(row, "environment");
+    if (const auto context = optNumber(environment, "cuda_context_mib")) {
+        c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
         c.framework_profile->cuda_context_bytes = *context * units::kMiB;
         out.assumptions.push_back(cat("CUDA context ", *context, " MiB as measured on the run's stack"));
+    }
+    // The run's framework release compiled the model but not the loss.
+    if (environment.contains("loss_compiled") && environment["loss_compiled"].is_boolean()) {
+        c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
+        c.framework_profile->compiles_loss = environment["loss_compiled"].get<bool>();
     }
     c.simulable = true;
     return out;

@@ -1199,6 +1199,35 @@ private Q_SLOTS:
         QVERIFY(relativeError(model.layerCost(index, tp).tp_comm, 4 * ar) < 1e-12);
     }
 
+    /**
+     * torchtitan's vocabulary-parallel loss (loss_parallel, on with TP) run op by op by DTensor's handlers holds
+     * 12 B per logit beside the saved log-softmax at its backward (grad_input, grad_input + exp(x), the product)
+     * where the fused cross-entropy holds 8; compiling the loss (torchtitan compiles it with the model) fuses them.
+     */
+    void torchtitanEagerLossParallelHoldsMore()
+    {
+        const auto graph = presetGraph("llama2-7b", 1024);
+        CostModel model(graph, h100Node());
+        const std::size_t head = model.layers().size() - 1;
+        ParallelConfig config;
+        config.tp = 2;
+        config.dp = 4;
+        config.zero_stage = 3;
+        config.framework = Framework::Torchtitan;
+        const double logits = 1024.0 * graph->transformer->vocab / config.tp;
+        config.eager_kernels = true;
+        const double eager = model.layerCost(head, config).working_bytes;
+        config.eager_kernels = false;
+        const double compiled = model.layerCost(head, config).working_bytes;
+        QVERIFY2(relativeError(eager, 12 * logits) < 1e-9, std::to_string(eager / logits).c_str());
+        QVERIFY2(relativeError(compiled, 8 * logits) < 1e-9, std::to_string(compiled / logits).c_str());
+        // Without TP there is no loss_parallel: the fused path, eager or not.
+        config.tp = 1;
+        config.dp = 8;
+        config.eager_kernels = true;
+        QVERIFY(relativeError(model.layerCost(head, config).working_bytes, 8 * 2 * logits) < 1e-9);
+    }
+
     void tpCommOverlapHidesAllButOneChunk()
     {
         BuildOptions options;

@@ -42,7 +42,10 @@ LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework,
     layout.recompute = c.recompute;
     layout.recompute_modules = c.recompute_modules;
     layout.loss_saved_bytes_per_logit = framework.loss_saved_bytes_per_logit;
-    layout.loss_working_bytes_per_logit = framework.loss_working_bytes_per_logit;
+    const bool eagerLossParallel = c.tp > 1 && framework.loss_parallel_eager_working_bytes_per_logit > 0
+        && (c.eager_kernels || !framework.compiles_loss);
+    layout.loss_working_bytes_per_logit = eagerLossParallel ? framework.loss_parallel_eager_working_bytes_per_logit
+                                                            : framework.loss_working_bytes_per_logit;
     layout.cp_comm = framework.cp_comm;
     layout.cp_merge_bytes_per_element = framework.cp_merge_bytes_per_element;
     layout.cp_dkv_bytes_per_element = framework.cp_dkv_bytes_per_element;

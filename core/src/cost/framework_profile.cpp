@@ -173,6 +173,13 @@ FrameworkProfile nemo()
  *   log_softmax's fp32 output is saved (4 B per logit); at the forward's peak the bf16 logits and the fp32 copy
  *   are live (2 + 4); the train step deletes the logits before backward, where NLL's dense fp32 gradient and
  *   log-softmax's fp32 input gradient are live beside the saved output (4 + 4): 8 B working;
+ * - with TP the train context enables loss_parallel (train.py, parallelism.disable_loss_parallel false), and the
+ *   loss runs through DTensor's handlers (torch/distributed/tensor/parallel/loss.py): _log_softmax keeps the fp32
+ *   input, the shifted copy and exp() or the result at once beside the bf16 logits (2 + 4 + 4 + 4, of which the
+ *   result's 4 are the saved output), and _nll_loss_and_log_softmax_backward holds grad_input, grad_input +
+ *   exp(x) and its product with grad_output beside the saved output (4 + 4 + 4): 12 B working. Compiled
+ *   (compile.components includes "loss" by default, torchtitan/components/loss.py build_cross_entropy_loss) Inductor
+ *   fuses those ops, which keeps the 8 B above;
  * - under pipeline parallelism torchtitan sets reshard_after_forward=False (apply_fsdp), and it never reshards the
  *   final norm and output after forward: a stage keeps its blocks' bf16 copies from forward to backward;
  * - v0.2.x trains in bf16 under TP or PP only with FSDP: without dp_shard or cp the model keeps fp32 weights
@@ -192,6 +199,8 @@ FrameworkProfile torchtitan()
     p.master_bytes = 0;
     p.zero3_unsharded_grad_bytes = 2 + 4;
     p.loss_working_bytes_per_logit = 8;
+    p.loss_parallel_eager_working_bytes_per_logit = 12;
+    p.compiles_loss = true;
     // Attention.forward repeats K and V to the query heads (repeat_kv) before F.scaled_dot_product_attention up to
     // v0.2.1 (torchtitan/models/llama3/model/model.py); v0.2.2 passes enable_gqa instead (pytorch/torchtitan#2259).
     // The published torchtitan runs, and the layer measured in tests/data/measured_layers_h100.json, repeat.

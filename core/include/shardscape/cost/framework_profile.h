@@ -103,6 +103,11 @@ struct FrameworkProfile
     /** Bytes per logit live beside the saved ones at the loss's peak (the 16-bit logits, an fp32 upcast, the fp32
         gradient before its cast back to 16 bits). */
     double loss_working_bytes_per_logit = 6;
+    /** Under tensor parallelism with the vocabulary-parallel loss run op by op (not compiled): bytes per logit live
+        beside the saved ones at its peak; 0 = loss_working_bytes_per_logit. */
+    double loss_parallel_eager_working_bytes_per_logit = 0;
+    /** The framework compiles the loss along with the model when torch.compile is on. */
+    bool compiles_loss = false;
 
     // --- activations as the framework's model code saves them ---------------------------------------------------
     /** Grouped-query attention repeats K and V to the query heads before the attention kernel (repeat_kv), which
