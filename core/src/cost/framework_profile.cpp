@@ -250,11 +250,11 @@ FrameworkProfile torchtitan()
  *   ReduceTiedGrads and ReduceGrads after the last micro-batch's backward, and without a pipeline stage 1/2 run
  *   their reduction buckets on the compute stream unless overlap_comm is set (zero/config.py: on by default at
  *   stage 3 only);
- * - bf16 with a pipeline: _exec_reduce_grads calls _bf16_reduce_grads, which all-reduces
- *   optimizer.get_grads_for_reduction(), the BF16_Optimizer's fp32 gradient buffers (runtime/bf16_optimizer.py
- *   allocates them for the stage's whole flat bf16 group, beside the bf16 .grad); engine.py get_data_types makes
- *   fp32 the accumulation dtype for bf16 without ZeRO, which is how Megatron-DeepSpeed configures bf16 pipelines
- *   (ZeRO stage 0; BF16_Optimizer shards the fp32 master weights and Adam states itself, as ZeRO-1);
+ * - bf16 with a pipeline at ZeRO stage 0 (how Megatron-DeepSpeed configures bf16 pipelines) runs BF16_Optimizer
+ *   (engine.py _do_optimizer_sanity_check), which shards the fp32 master weights and Adam states itself, as ZeRO-1,
+ *   and keeps fp32 gradient buffers for the stage's whole flat bf16 group beside the bf16 .grad
+ *   (runtime/bf16_optimizer.py); _exec_reduce_grads calls _bf16_reduce_grads, which all-reduces those buffers;
+ *   at stage 1 with the default bf16 grad_accum_dtype the engine runs ZeRO-1 (stage_1_and_2) with bf16 gradients;
  * - pipeline p2p is synchronous: pipe/p2p.py send() and recv() assert async_op == False and call dist.send /
  *   dist.recv, which wait for the transfer on the calling stream; TrainSchedule's SendActivation, RecvGrad,
  *   SendGrad and RecvActivation each stop the stage's compute while they run;

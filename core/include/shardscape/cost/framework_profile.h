@@ -148,14 +148,14 @@ struct FrameworkProfile
         activation or gradient is on the wire (DeepSpeed's pipe/p2p.py send/recv, async_op False; Megatron's
         _communicate with wait_on_reqs). Otherwise sends run beside compute and only the receiver waits. */
     bool pipeline_p2p_blocks_compute = false;
+    /** ... except under the interleaved schedule, whose p2p runs beside the next chunk (Megatron's
+        overlap_p2p_comm, on unless --no-overlap-p2p-communication). */
+    bool interleaved_p2p_overlaps = false;
     /** The pipeline engine keeps every in-flight micro-batch's stage output until its backward, and with a single
         tensor-parallel rank the received input beside the clone it computes on (DeepSpeed's pipe_buffers); under
         tensor parallelism it keeps only the output's 1/tp partition. Megatron frees the output's storage once sent
         (deallocate_output_tensor). */
     bool pipeline_keeps_stage_io = false;
-    /** ... except under the interleaved schedule, whose p2p runs beside the next chunk (Megatron's
-        overlap_p2p_comm, on unless --no-overlap-p2p-communication). */
-    bool interleaved_p2p_overlaps = false;
 
     // --- context parallelism (framework_profile.cpp cites the implementation) ----------------------------------
     CpComm cp_comm = CpComm::P2PRing;
