@@ -478,8 +478,10 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             // BF16_Optimizer (DeepSpeed's choice at ZeRO stage 0): the pipeline engine all-reduces the whole fp32
             // gradient buffers (pipe/engine.py _bf16_reduce_grads -> engine.py buffered_allreduce_fallback), each
             // rank updates its shard of the fp32 master weights, and step() all-gathers the updated bf16 weights
-            // (bf16_optimizer.py update_lp_params -> all_gather_dp_groups): an all-reduce, not a reduce-scatter.
-            stage.grad_sync = m_source->collectiveTime(Collective::AllReduce, dense * gradCommBytes, denseSync)
+            // (bf16_optimizer.py update_lp_params -> all_gather_dp_groups): an all-reduce, not a reduce-scatter. The
+            // all-reduce travels in the engine's communication_data_type, bf16 when bf16 is on (engine.py
+            // allreduce_bucket casts the fp32 buffer, all-reduces the copy and copies it back).
+            stage.grad_sync = m_source->collectiveTime(Collective::AllReduce, dense * weightBytes, denseSync)
                 + m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero) + expertSyncTime;
         } else if (c.zero_stage == 1) {
             // ZeRO-1 (Megatron's distributed optimizer): reduce-scatter the gradients, update the local shard, then
