@@ -460,11 +460,11 @@ inline Case makeCase(const nlohmann::json& row)
     if (c.series == "torchtitan_benchmark_h100_2024_12") {
         // torchtitan 9dec370 (the benchmark's commit) compiled the model only: train.py has the loss's
         // torch.compile commented out.
-        c.framework_profile = frameworkProfile(p.framework);
+        c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
         c.framework_profile->compiles_loss = false;
     }
     if (rules->megatron_sync_tp_backward) {
-        c.framework_profile = frameworkProfile(p.framework);
+        c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
         c.framework_profile->tp_backward_comm_async = false;
         c.assumptions.push_back("Megatron-LM before 2021-09: column-parallel backward all-reduces wait on the compute "
                                 "stream");
