@@ -104,6 +104,17 @@ const Layer& firstBlock(const CostModel& model)
     return firstBlock(model.layers());
 }
 
+/** The first block's ops of one kind, as a layer of their own (to cost them apart from the rest). */
+Layer opsOfKind(const ModelGraph& graph, const std::vector<Layer>& layers, OpKind kind)
+{
+    Layer only = firstBlock(layers);
+    only.ops.clear();
+    for (const auto id : firstBlock(layers).ops)
+        if (graph.op(id).kind == kind)
+            only.ops.push_back(id);
+    return only;
+}
+
 /** Qwen3-30B-A3B at seq 4096 on 4 H100 nodes, and the index of its first (MoE) block. */
 struct Qwen3MoeBlock
 {
@@ -962,11 +973,7 @@ private Q_SLOTS:
             const auto graph = std::make_shared<const ModelGraph>(loadModel("qwen3-30b-a3b", options));
             const auto producer = graph->producers();
             const auto layers = layersByModule(*graph);
-            Layer experts = firstBlock(layers);
-            experts.ops.clear();
-            for (const auto id : firstBlock(layers).ops)
-                if (graph->op(id).kind == OpKind::MoeExperts)
-                    experts.ops.push_back(id);
+            const Layer experts = opsOfKind(*graph, layers, OpKind::MoeExperts);
             return computeLayerCost(*graph, producer, experts, LayerLayout {}, *source).forward;
         };
         const double rows = 4096.0 * 8;
@@ -974,6 +981,37 @@ private Q_SLOTS:
         QVERIFY(relativeError(expertsForward(4096), plain) < 1e-12);
         const double weights = source->memoryTime(128.0 * 3 * 2048 * 768 * 2);
         QVERIFY(relativeError(expertsForward(16), weights) < 1e-12);
+    }
+
+    void unfusedAttentionGemmsStreamTheScores_data()
+    {
+        QTest::addColumn<int>("tp");
+        QTest::newRow("tp1") << 1;
+        QTest::newRow("tp2") << 2;
+    }
+
+    void unfusedAttentionGemmsStreamTheScores()
+    {
+        // QK^T writes b x a x s x s scores and PV reads them back; with head_dim 64 that traffic, not the FLOPs,
+        // bounds both GEMMs. Each moves q (or v), k (or the output) and the scores: per device
+        // (2 b s h + b a s^2) x 2 bytes / tp, once forward and twice in backward.
+        QFETCH(int, tp);
+        const auto graph = korthikantiGraph();
+        const auto producer = graph->producers();
+        const auto layers = layersByModule(*graph);
+        const auto source = makeDatasheetCostSource(h100Node(), {});
+        LayerLayout layout;
+        layout.tp = tp;
+        layout.micro_batch = kBatch;
+        const double bytes
+            = (2.0 * kBatch * kSeq * kHidden + static_cast<double>(kBatch) * kHeads * kSeq * kSeq) * 2 / tp;
+        for (const OpKind kind : {OpKind::AttentionScore, OpKind::AttentionContext}) {
+            const Layer gemm = opsOfKind(*graph, layers, kind);
+            QCOMPARE(gemm.ops.size(), std::size_t {1});
+            const LayerCost cost = computeLayerCost(*graph, producer, gemm, layout, *source);
+            QVERIFY(relativeError(cost.forward, source->memoryTime(bytes)) < 1e-12);
+            QVERIFY(relativeError(cost.backward_input, source->memoryTime(2 * bytes)) < 1e-12);
+        }
     }
 
     void expertTensorParallelFoldsTheExperts()

@@ -110,6 +110,26 @@ struct TensorBytes
 };
 
 /**
+ * HBM bytes an activation @ activation GEMM streams in its forward: every operand read once and its output written
+ * once. gemmOf folds such a GEMM into one [m x k] @ [k x n] without its batch dimension, which leaves out the
+ * b x heads x s x s tensor that unfused attention's QK^T writes and its PV reads (torch.baddbmm / torch.bmm over
+ * b * heads / tp batches in Megatron's CoreAttention and the BLOOM and GPT-NeoX forks of it, and in Hugging Face's
+ * eager attention). They do head_dim FLOP per byte of that tensor, 64-128 in these models, below the A100's (about
+ * 170 at the efficiencies we use) or the H100's ratio of GEMM FLOP/s to HBM bytes/s, so its traffic bounds them.
+ * Backward runs two GEMMs, each streaming the s x s tensor once more (QK^T: dQ = dS K and dK = dS^T Q read dS;
+ * PV: dP = dO V^T writes dP and dV = P^T dO reads P), which is about twice these bytes.
+ */
+double batchedGemmBytes(const Op& op, const TensorBytes& bytesOf)
+{
+    double bytes = 0;
+    for (const TensorId t : op.inputs)
+        bytes += bytesOf(t);
+    for (const TensorId t : op.outputs)
+        bytes += bytesOf(t);
+    return bytes;
+}
+
+/**
  * Bytes moved per element by a dynamic-scaling FP8 cast: an amax pass reads the 16-bit tensor, the cast pass reads it
  * again and writes one byte (torchao's tensorwise float8 and Transformer Engine's delayed-scaling casts both stream
  * the tensor; torch.compile can fuse the amax into the producer, which this ignores).
@@ -482,6 +502,12 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             bwdW = bwdWeightFlops > 0
                 ? std::max(source.matmulTime(g.k, g.n, m, gemmType) * rowwise * bwdWeightFlops / fwdFlops, weights)
                 : 0;
+            if (op.params.empty()) {
+                const double streamed = batchedGemmBytes(op, bytesOf);
+                fwd = std::max(fwd, source.memoryTime(streamed));
+                if (bwdIn > 0)
+                    bwdIn = std::max(bwdIn, source.memoryTime(2 * streamed));
+            }
             if (fp8) {
                 // Dynamic-scaling casts of each GEMM's operands (the recipe decides which are cast again).
                 const Fp8Casts casts = fp8CastsOf(g.m, g.n, g.k, layout.fp8_recipe);
