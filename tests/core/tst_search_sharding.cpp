@@ -274,6 +274,39 @@ private Q_SLOTS:
                  qPrintable(describe(block.graph, plans[0]) + "\n" + describe(block.graph, plans[1])));
     }
 
+    void unfusedAttentionGemmsStreamTheScores()
+    {
+        // GPT-2 small with eager attention at micro-batch 2, sequence 1024: QK^T writes 2 x 12 x 1024^2 scores and
+        // PV reads them back. With head_dim 64 that traffic bounds both GEMMs on an H100: each streams q (or v),
+        // k (or its output) and the scores, (2 b s h + b a s^2) x 2 bytes, once forward and twice in backward,
+        // split by the heads under TP 2.
+        QTemporaryDir dir;
+        const std::string config = dir.filePath("config.json").toStdString();
+        writeFile(config, R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 2, "n_head": 12, "n_positions": 1024,
+                              "vocab_size": 50257, "_attn_implementation": "eager"})");
+        constexpr double b = 2, s = 1024, h = 768, a = 12;
+        const Block block = firstBlock(config, 2, 1024);
+        ShardingOptions options;
+        options.tp = 2;
+        options.time_limit_s = kIlpSeconds;
+        const ShardingPlan plan = solveSharding(block.graph, block.ops, h100Costs(), options);
+        QVERIFY(plan.feasible);
+        int checked = 0;
+        for (const auto& op : plan.ops) {
+            const OpKind kind = block.graph.op(op.op).kind;
+            if (kind != OpKind::AttentionScore && kind != OpKind::AttentionContext)
+                continue;
+            const double share = op.strategy == ShardStrategy::Replicate ? 1.0 : 0.5;
+            const double bytes = (2 * b * s * h + b * a * s * s) * 2 * share;
+            const double expected = h100Costs().memoryTime(bytes) + h100Costs().memoryTime(2 * bytes);
+            QVERIFY2(
+                std::fabs(op.compute_s - expected) <= 1e-9 * expected,
+                qPrintable(QString("%1: %2 s, expected %3 s").arg(op.name.c_str()).arg(op.compute_s).arg(expected)));
+            ++checked;
+        }
+        QCOMPARE(checked, 2);
+    }
+
     void tightMemoryForcesMoreSharding_data()
     {
         QTest::addColumn<double>("granularity");

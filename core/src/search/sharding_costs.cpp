@@ -172,6 +172,18 @@ void ShardingModel::cost(OpId id, Choice& c) const
         else
             m *= share;
         c.compute_s = gemmPasses(op, m, n, k, dtype);
+        if (op.params.empty()) {
+            // The folded [m x k] @ [k x n] leaves out the batch dimension and with it the b x heads x s x s tensor
+            // QK^T writes and PV reads; streaming it once forward and twice in backward bounds these GEMMs (the
+            // pipeline cost model's batchedGemmBytes, layer_cost.cpp).
+            double streamed = 0;
+            for (const TensorId t : op.inputs)
+                streamed += m_graph.tensor(t).bytes();
+            for (const TensorId t : op.outputs)
+                streamed += m_graph.tensor(t).bytes();
+            streamed *= share;
+            c.compute_s = std::max(c.compute_s, m_costs.memoryTime(streamed) + m_costs.memoryTime(2 * streamed));
+        }
     } else {
         // Memory-bound: every device streams its share; a partial-sum output is written whole.
         const bool partialOut = std::find(c.out.begin(), c.out.end(), Layout::P) != c.out.end();
