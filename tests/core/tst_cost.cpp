@@ -1014,6 +1014,44 @@ private Q_SLOTS:
         }
     }
 
+    void convolutionRunsAsAnImplicitGemm()
+    {
+        // A ResNet 3x3 convolution, 256 -> 256 channels on 56 x 56, batch 8: cuDNN's implicit GEMM is
+        // [8 x 56 x 56] x [256 x 3 x 3] @ [256 x 3 x 3] x [256]. Read as a linear's last two weight dimensions, the
+        // weight [256, 256, 3, 3] would be a 3 x 3 GEMM thousands of times slower.
+        ModelGraph g;
+        g.name = "conv";
+        g.batch = 8;
+        g.seq_len = 1;
+        const auto x = g.addTensor({"x", {8, 256, 56, 56}, DType::BF16, false, false});
+        const auto w = g.addTensor({"conv.weight", {256, 256, 3, 3}, DType::BF16, true, false});
+        const auto y = g.addTensor({"y", {8, 256, 56, 56}, DType::BF16, false, false});
+        Op conv;
+        conv.name = "conv";
+        conv.module = "net.conv";
+        conv.kind = OpKind::Conv;
+        conv.inputs = {x};
+        conv.outputs = {y};
+        conv.params = {w};
+        conv.saved = {x};
+        const double m = 8.0 * 56 * 56, n = 256, k = 256.0 * 9;
+        conv.flops_fwd = 2 * m * n * k;
+        conv.flops_bwd_input = conv.flops_fwd;
+        conv.flops_bwd_weight = conv.flops_fwd;
+        g.addOp(conv);
+        Layer layer;
+        layer.name = "net.conv";
+        layer.kind = LayerKind::Block;
+        layer.ops = {0};
+        LayerLayout layout;
+        layout.micro_batch = 8;
+        const auto source = makeDatasheetCostSource(h100Node(), {});
+        const LayerCost cost = computeLayerCost(g, g.producers(), layer, layout, *source);
+        QVERIFY(relativeError(cost.forward, source->matmulTime(m, n, k, DType::BF16)) < 1e-12);
+        QVERIFY(relativeError(cost.backward_input, source->matmulTime(m, k, n, DType::BF16)) < 1e-12);
+        QVERIFY(relativeError(cost.backward_weight, source->matmulTime(k, n, m, DType::BF16)) < 1e-12);
+    }
+
     void expertTensorParallelFoldsTheExperts()
     {
         // Qwen3-30B-A3B on 16 GPUs, tp 2 with SP. Experts split by tp (etp 2) or whole on each rank (etp 1).

@@ -63,15 +63,13 @@ Gemm gemmOf(const ModelGraph& graph, const Op& op, double flops, int tp)
 {
     Gemm g;
     if (!op.params.empty()) {
-        const auto& shape = graph.tensor(op.params.front()).shape;
-        if (shape.size() >= 2) {
-            g.k = static_cast<double>(shape[shape.size() - 2]);
-            g.n = static_cast<double>(shape.back());
-            if (op.tp_role == TpRole::Row)
-                g.k /= tp;
-            else if (op.tp_role != TpRole::Replicated)
-                g.n /= tp;
-        }
+        const WeightGemm w = weightGemmOf(op, graph.tensor(op.params.front()));
+        g.k = w.k;
+        g.n = w.n;
+        if (op.tp_role == TpRole::Row)
+            g.k /= tp;
+        else if (op.tp_role != TpRole::Replicated)
+            g.n /= tp;
     } else if (!op.outputs.empty()) {
         // Activation @ activation (attention scores or context): batched GEMMs with a square-ish shape.
         // A vector product's output is a scalar (rank 0): no dimension to read, the fallback below applies.
@@ -363,6 +361,20 @@ std::string recomputeInstance(const Op& op, const Layer& layer, const LayerLayou
 }
 
 } // namespace
+
+WeightGemm weightGemmOf(const Op& op, const Tensor& weight)
+{
+    const auto& shape = weight.shape;
+    if (shape.size() < 2)
+        return {};
+    if (op.kind == OpKind::Conv && shape.size() > 2) {
+        double window = 1;
+        for (std::size_t d = 1; d < shape.size(); ++d)
+            window *= static_cast<double>(shape[d]);
+        return {window, static_cast<double>(shape.front())};
+    }
+    return {static_cast<double>(shape[shape.size() - 2]), static_cast<double>(shape.back())};
+}
 
 double expertLoadFactor(double capacityFactor, double routerImbalance, int ep, double routedPerRank)
 {

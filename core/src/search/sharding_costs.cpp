@@ -157,9 +157,9 @@ void ShardingModel::cost(OpId id, Choice& c) const
                && op.flops_fwd > 0) {
         double n = 1024, k = 1024;
         if (!op.params.empty() && shape(op.params[0]).size() >= 2) {
-            const auto& w = shape(op.params[0]);
-            k = static_cast<double>(w[w.size() - 2]);
-            n = static_cast<double>(w.back());
+            const WeightGemm w = weightGemmOf(op, m_graph.tensor(op.params[0]));
+            k = w.k;
+            n = w.n;
         } else if (!op.outputs.empty() && shape(op.outputs[0]).size() >= 2) {
             // Activation @ activation (attention scores or context): batched GEMMs.
             const auto& o = shape(op.outputs[0]);

@@ -111,6 +111,19 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
 /** Parameters of `layer` per device; `ops` may span several layers (a pipeline stage) so tied weights count once. */
 LayerParams paramsPerDevice(const ModelGraph& graph, const std::vector<const Layer*>& layers, int tp, int ep, int etp);
 
+/** The [k x n] operand a weight is in its op's GEMM, before any tensor-parallel split. */
+struct WeightGemm
+{
+    double k = 0, n = 0;
+};
+
+/**
+ * A linear's weight is its last two dimensions. A convolution's weight, [out, in / groups, kernel...], is the
+ * operand of the implicit GEMM cuDNN runs (im2col): n = the output channels, k = in / groups x the kernel window,
+ * and the output positions are m. Zero dimensions where the weight has fewer than two.
+ */
+WeightGemm weightGemmOf(const Op& op, const Tensor& weight);
+
 /** True when `module` lies inside a module whose path ends with `suffix` (component-wise); "ROOT" matches all. */
 std::string matchedModule(const std::string& module, const std::vector<std::string>& suffixes);
 
