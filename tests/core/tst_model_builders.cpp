@@ -3,6 +3,7 @@
 // activation memory, the graph conventions other modules rely on, and the error paths.
 #include "shardscape/model/hf_config.h"
 #include "shardscape/model/layers.h"
+#include "shardscape/model/native_json.h"
 #include "shardscape/support/error.h"
 #include "shardscape/support/json_file.h"
 
@@ -126,6 +127,7 @@ private slots:
     void korthikantiActivations_data();
     void korthikantiActivations();
     void flashActivations();
+    void hfEagerAttention();
     void graphIsWellFormed_data();
     void graphIsWellFormed();
     void llamaConventions();
@@ -504,6 +506,52 @@ void TestModelBuilders::korthikantiActivations()
     // softmax already keeps, so it counts once.
     const ModelGraph noDropout = buildTransformerGraph(gptShape(h, a, 0.0, false), options, "gpt");
     COMPARE_EXACT(blockActivationBytes(noDropout, 0), sbh * 32 + 2 * abss);
+
+    // Hugging Face's eager attention keeps the fp32 softmax output (4) for the softmax's backward, and the PV
+    // matmul keeps the 16-bit copy (2) or, with dropout, the mask (1) and the dropped copy (2).
+    TransformerShape eager = gptShape(h, a, 0.1, false);
+    eager.hf_eager_attention = true;
+    COMPARE_EXACT(blockActivationBytes(buildTransformerGraph(eager, options, "gpt"), 0), sbh * 34 + 7 * abss);
+    eager.dropout = 0;
+    COMPARE_EXACT(blockActivationBytes(buildTransformerGraph(eager, options, "gpt"), 0), sbh * 32 + 6 * abss);
+}
+
+void TestModelBuilders::hfEagerAttention()
+{
+    // A config's _attn_implementation "eager" selects Hugging Face's chain; sdpa (the default) is fused.
+    const std::string base = R"({"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 2,
+        "num_attention_heads": 8, "num_key_value_heads": 8, "intermediate_size": 1024, "vocab_size": 1000,
+        "max_position_embeddings": 256)";
+    const TransformerShape sdpa = parseHfConfig(nlohmann::json::parse(base + "}"), "llama");
+    QVERIFY(sdpa.flash_attention && !sdpa.hf_eager_attention);
+    const TransformerShape eager
+        = parseHfConfig(nlohmann::json::parse(base + R"(, "_attn_implementation": "eager"})"), "llama");
+    QVERIFY(!eager.flash_attention && eager.hf_eager_attention);
+
+    // Bytes the chain between QK^T and PV streams, per score element (16-bit model): * scaling reads 2 and writes
+    // 2, + causal_mask likewise plus the [b, 1, s, s] mask once, softmax(dtype=float32) reads 2 and writes 4,
+    // .to(bf16) reads 4 and writes 2: 20 per element and 2 per mask element, against the fused kernel's 4.
+    const std::int64_t b = 2;
+    const std::int64_t s = 256;
+    BuildOptions options;
+    options.batch = b;
+    options.seq_len = s;
+    const ModelGraph g = buildTransformerGraph(eager, options, "llama");
+    const std::string core = "model.layers.0.self_attn.core";
+    double streamed = 0;
+    int ops = 0;
+    for (const auto& op : g.ops())
+        if (op.module == core && (op.kind == OpKind::Elementwise || op.kind == OpKind::Softmax)) {
+            streamed += op.bytes_read + op.bytes_written;
+            ++ops;
+        }
+    QCOMPARE(ops, 4);
+    const double scores = static_cast<double>(b * 8 * s * s);
+    COMPARE_EXACT(streamed, 20 * scores + 2.0 * static_cast<double>(b * s * s));
+
+    // The native graph keeps the choice.
+    const ModelGraph reloaded = loadNativeGraph(toNativeJson(g), "round trip");
+    QVERIFY(reloaded.transformer && reloaded.transformer->hf_eager_attention);
 }
 
 void TestModelBuilders::flashActivations()

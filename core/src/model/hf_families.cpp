@@ -50,6 +50,7 @@ ParsedConfig parseGpt2(const ConfigReader& r)
     t.dropout = std::max(
         {r.probability("resid_pdrop", 0.1), r.probability("attn_pdrop", 0.1), r.probability("embd_pdrop", 0.1)});
     t.flash_attention = fusedAttention(r);
+    t.hf_eager_attention = !t.flash_attention;
     c.qkvBias = c.outBias = c.mlpBias = true;
     return c;
 }
@@ -96,6 +97,7 @@ ParsedConfig parseLlamaFamily(const ConfigReader& r, const std::string& family)
     t.tied_embeddings = r.flag("tie_word_embeddings", false);
     t.dropout = r.probability("attention_dropout", 0.0);
     t.flash_attention = fusedAttention(r);
+    t.hf_eager_attention = !t.flash_attention;
     if (family == "mixtral") {
         t.num_experts = r.required("num_local_experts", kMaxExperts, "the number of experts per layer");
         t.top_k = r.required("num_experts_per_tok", kMaxExperts, "the experts each token is routed to");
@@ -211,6 +213,7 @@ ParsedConfig parseDeepSeek(const ConfigReader& r, const std::string& family)
     t.tied_embeddings = r.flag("tie_word_embeddings", false);
     t.dropout = r.probability("attention_dropout", 0.0);
     t.flash_attention = fusedAttention(r);
+    t.hf_eager_attention = !t.flash_attention;
     if (!r.isUnset("n_routed_experts")) {
         routedExperts(r, t, "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size");
         t.shared_expert_ffn = r.count("n_shared_experts", kMaxExperts, 0) * t.ffn_hidden;

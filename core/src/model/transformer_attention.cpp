@@ -115,6 +115,61 @@ TensorId TransformerBuilder::flashCore(const std::string& name, const Qkv& qkv, 
     return o;
 }
 
+TensorId TransformerBuilder::fusedSoftmax(const std::string& module, TensorId scores)
+{
+    // Megatron's FusedScaleMaskSoftmax: scale, mask and softmax in one kernel. Its backward needs only its output
+    // (dx = y * (dy - sum(dy * y))).
+    Op softmax = makeOp(module + ".softmax", module, OpKind::Softmax, TpRole::Local);
+    const TensorId probs = activation(module + ".probs", m_graph.tensor(scores).shape, true);
+    softmax.inputs = {scores};
+    softmax.outputs = {probs};
+    softmax.saved = {probs};
+    softmax.flops_fwd = kSoftmaxFlops * elements(scores);
+    softmax.flops_bwd_input = kBackwardFactor * kSoftmaxFlops * elements(scores);
+    commit(std::move(softmax));
+    return probs;
+}
+
+TensorId TransformerBuilder::eagerSoftmax(const std::string& module, TensorId scores)
+{
+    // Hugging Face's eager_attention_forward (transformers/models/llama/modeling_llama.py and the families that
+    // copy it): torch.matmul(q, k^T) * scaling, + causal_mask, softmax(dtype=torch.float32), .to(q.dtype). Each is
+    // a kernel of its own over the s x s scores; the softmax saves its fp32 output for backward, and the 16-bit copy
+    // is what the PV matmul saves.
+    const Shape shape = m_graph.tensor(scores).shape;
+    const double n = elements(scores);
+    const auto elementwise = [&](const std::string& name, TensorId in, DType dtype, double flops) {
+        Op op = makeOp(module + "." + name, module, OpKind::Elementwise, TpRole::Local);
+        const TensorId out = activation(module + "." + name + ".out", shape, true, dtype);
+        op.inputs = {in};
+        op.outputs = {out};
+        op.flops_fwd = flops * n;
+        op.flops_bwd_input = flops * n;
+        return std::pair {op, out};
+    };
+    auto [scale, scaled] = elementwise("scale", scores, m_dtype, 1);
+    commit(std::move(scale));
+    // The additive mask [b, 1, s, s] is read beside the scores: once, at the least (it is broadcast over the heads).
+    auto [mask, masked] = elementwise("mask", scaled, m_dtype, 1);
+    mask.bytes_read = bytes(scaled)
+        + static_cast<double>(m_b) * static_cast<double>(m_s) * static_cast<double>(m_s) * dtypeBytes(m_dtype);
+    mask.bytes_written = bytes(masked);
+    commit(std::move(mask));
+
+    Op softmax = makeOp(module + ".softmax", module, OpKind::Softmax, TpRole::Local);
+    const TensorId probs32 = activation(module + ".probs_fp32", shape, true, DType::F32);
+    softmax.inputs = {masked};
+    softmax.outputs = {probs32};
+    softmax.saved = {probs32};
+    softmax.flops_fwd = kSoftmaxFlops * n;
+    softmax.flops_bwd_input = kBackwardFactor * kSoftmaxFlops * n;
+    commit(std::move(softmax));
+
+    auto [cast, probs] = elementwise("cast", probs32, m_dtype, 1);
+    commit(std::move(cast));
+    return probs;
+}
+
 TensorId TransformerBuilder::unfusedCore(const std::string& module, const Qkv& qkv)
 {
     const Shape scoresShape {m_b, m_shape.num_heads, m_s, m_s};
@@ -129,15 +184,7 @@ TensorId TransformerBuilder::unfusedCore(const std::string& module, const Qkv& q
     score.flops_bwd_input = 2 * half;
     commit(std::move(score));
 
-    // Softmax backward needs only its output (dx = y * (dy - sum(dy * y))).
-    Op softmax = makeOp(module + ".softmax", module, OpKind::Softmax, TpRole::Local);
-    TensorId probs = activation(module + ".probs", scoresShape, true);
-    softmax.inputs = {scores};
-    softmax.outputs = {probs};
-    softmax.saved = {probs};
-    softmax.flops_fwd = kSoftmaxFlops * elements(scores);
-    softmax.flops_bwd_input = kBackwardFactor * kSoftmaxFlops * elements(scores);
-    commit(std::move(softmax));
+    TensorId probs = m_shape.hf_eager_attention ? eagerSoftmax(module, scores) : fusedSoftmax(module, scores);
 
     if (m_shape.dropout > 0)
         probs = dropout(module + ".dropout", module, probs, TpRole::Local, true);

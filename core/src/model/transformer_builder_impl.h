@@ -154,6 +154,9 @@ private:
 
     /** Scores, softmax, (dropout), context: the s x s tensors Korthikanti's 5as/h term counts. */
     TensorId unfusedCore(const std::string& module, const Qkv& qkv);
+    /** The scores' softmax: Megatron's one fused kernel, or Hugging Face's eager chain (hf_eager_attention). */
+    TensorId fusedSoftmax(const std::string& module, TensorId scores);
+    TensorId eagerSoftmax(const std::string& module, TensorId scores);
 
     /** Dense MLP: SwiGLU (gate, up, act, down) or GELU (fc, act, proj). Returns the down projection. */
     TensorId mlp(const std::string& p, TensorId n2) { return mlp(p + m_names.mlp + ".", n2, m_shape.ffn_hidden); }

@@ -81,6 +81,10 @@ struct TransformerShape
     bool tied_embeddings = false;
     bool learned_positions = false;
     bool flash_attention = true; ///< no s^2 scores stored
+    /** Unfused attention as Hugging Face's eager_attention_forward runs it (a config's _attn_implementation
+        "eager"): scale and mask in kernels of their own, softmax in fp32, its output cast back; otherwise unfused
+        attention is Megatron's CoreAttention with its fused scale-mask-softmax. */
+    bool hf_eager_attention = false;
     double dropout = 0.0;
     std::string norm = "rmsnorm"; ///< "rmsnorm" or "layernorm"
     /** RoPE's base frequency (HF rope_theta: 10000 for Llama 2, 500000 for Llama 3); 0 = not stated. Costs do not
