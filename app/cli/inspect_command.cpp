@@ -45,6 +45,8 @@ void printSummary(const ModelSummary& s, const ModelGraph& graph)
             if (t.global_layer_every > 0)
                 std::cout << " (global every " << t.global_layer_every << ")";
         }
+        if (!t.flash_attention)
+            std::cout << (t.hf_eager_attention ? ", eager attention (fp32 softmax kept)" : ", unfused attention");
         std::cout << ")";
     }
     for (const auto& note : graph.load_notes)
