@@ -19,10 +19,12 @@ constexpr std::int64_t kMaxFfn = 100'000'000;
 constexpr std::int64_t kMaxPositions = 1'000'000'000;
 constexpr std::int64_t kMaxExperts = 4096;
 
-/** "_attn_implementation": "eager" materializes the s x s scores; sdpa and flash kernels do not. */
-bool fusedAttention(const ConfigReader& r)
+/** "_attn_implementation": "eager" runs Hugging Face's eager attention, which materializes the s x s scores; sdpa
+    and flash kernels do not. */
+void readAttentionImplementation(const ConfigReader& r, TransformerShape& t)
 {
-    return r.text("_attn_implementation").value_or("sdpa") != "eager";
+    t.hf_eager_attention = r.text("_attn_implementation").value_or("sdpa") == "eager";
+    t.flash_attention = !t.hf_eager_attention;
 }
 
 ParsedConfig parseGpt2(const ConfigReader& r)
@@ -49,8 +51,7 @@ ParsedConfig parseGpt2(const ConfigReader& r)
     // HF's GPT2Config defaults every dropout to 0.1; the graph has one rate for all of them.
     t.dropout = std::max(
         {r.probability("resid_pdrop", 0.1), r.probability("attn_pdrop", 0.1), r.probability("embd_pdrop", 0.1)});
-    t.flash_attention = fusedAttention(r);
-    t.hf_eager_attention = !t.flash_attention;
+    readAttentionImplementation(r, t);
     c.qkvBias = c.outBias = c.mlpBias = true;
     return c;
 }
@@ -96,8 +97,7 @@ ParsedConfig parseLlamaFamily(const ConfigReader& r, const std::string& family)
     // (overriding PretrainedConfig's True).
     t.tied_embeddings = r.flag("tie_word_embeddings", false);
     t.dropout = r.probability("attention_dropout", 0.0);
-    t.flash_attention = fusedAttention(r);
-    t.hf_eager_attention = !t.flash_attention;
+    readAttentionImplementation(r, t);
     if (family == "mixtral") {
         t.num_experts = r.required("num_local_experts", kMaxExperts, "the number of experts per layer");
         t.top_k = r.required("num_experts_per_tok", kMaxExperts, "the experts each token is routed to");
@@ -212,8 +212,7 @@ ParsedConfig parseDeepSeek(const ConfigReader& r, const std::string& family)
     t.norm = "rmsnorm";
     t.tied_embeddings = r.flag("tie_word_embeddings", false);
     t.dropout = r.probability("attention_dropout", 0.0);
-    t.flash_attention = fusedAttention(r);
-    t.hf_eager_attention = !t.flash_attention;
+    readAttentionImplementation(r, t);
     if (!r.isUnset("n_routed_experts")) {
         routedExperts(r, t, "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size");
         t.shared_expert_ffn = r.count("n_shared_experts", kMaxExperts, 0) * t.ffn_hidden;
