@@ -514,6 +514,10 @@ inline Case makeCase(const nlohmann::json& row)
         if (contains(ac, "per-layer")) {
             p.recompute_modules = torchtitanPerLayerModules(t.num_layers);
             c.assumptions.push_back("selective per-layer AC: every second block fully recomputed (torchtitan '2')");
+        } else if (p.framework == Framework::Torchtitan) {
+            // The profile's own per-op policy (layer_cost.cpp), as an imported or exported plan runs it.
+            p.recompute = RecomputeKind::Selective;
+            c.assumptions.push_back("selective AC: torchtitan per-op policy (SDPA and every odd mm saved)");
         } else {
             p.recompute_modules = torchtitanPerOpModules();
             c.assumptions.push_back("selective AC: torchtitan per-op policy (norms, rotary, act, wk, wo, w3 "

@@ -202,6 +202,9 @@ inline PeakCase makePeakCase(const nlohmann::json& row)
         p.recompute = RecomputeKind::Full;
     } else if (ac == "selective") {
         p.recompute = RecomputeKind::Selective;
+    } else if (ac == "per-op-sac" && p.framework == Framework::Torchtitan) {
+        // The profile's own per-op policy (layer_cost.cpp), as an imported or exported plan runs it.
+        p.recompute = RecomputeKind::Selective;
     } else if (ac == "per-op-sac") {
         p.recompute = RecomputeKind::Modules;
         p.recompute_modules = calibration::detail::torchtitanPerOpModules();

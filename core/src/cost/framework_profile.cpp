@@ -177,9 +177,14 @@ FrameworkProfile nemo()
  *   loss runs through DTensor's handlers (torch/distributed/tensor/parallel/loss.py): _log_softmax keeps the fp32
  *   input, the shifted copy and exp() or the result at once beside the bf16 logits (2 + 4 + 4 + 4, of which the
  *   result's 4 are the saved output), and _nll_loss_and_log_softmax_backward holds grad_input, grad_input +
- *   exp(x) and its product with grad_output beside the saved output (4 + 4 + 4): 12 B working. Compiled
- *   (compile.components includes "loss" by default, torchtitan/components/loss.py build_cross_entropy_loss) Inductor
- *   fuses those ops, which keeps the 8 B above;
+ *   exp(x) and its product with grad_output beside the saved output (4 + 4 + 4): 12 B working;
+ * - compiled (compile.components includes "loss" by default, torchtitan/components/loss.py
+ *   build_cross_entropy_loss; from pytorch/torchtitan#1033, 2025-04): the upcast, log-softmax and NLL form one
+ *   joint graph. The min-cut partitioner (torch/_functorch/partitioners.py) bans recomputing the row reductions
+ *   (amax, sum of exp: output 4x smaller than input) and may recompute the pointwise rest, whose [N, V] fp32
+ *   tensors are unmaterialized (fusible) and so weigh twice their size, so the cheapest cut is the 16-bit logits
+ *   themselves plus per-row statistics: 2 B saved per logit. The fused backward writes the 16-bit logits'
+ *   gradient directly: 2 B working, with or without loss_parallel;
  * - under pipeline parallelism torchtitan sets reshard_after_forward=False (apply_fsdp), and it never reshards the
  *   final norm and output after forward: a stage keeps its blocks' bf16 copies from forward to backward;
  * - v0.2.x trains in bf16 under TP or PP only with FSDP: without dp_shard or cp the model keeps fp32 weights

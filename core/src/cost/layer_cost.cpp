@@ -726,9 +726,10 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     const bool anyKept
         = std::any_of(instanceOf.begin(), instanceOf.end(), [](const std::string& i) { return i.empty(); });
     const bool policyStash = layout.selective_checkpoint_policy && anyRecomputed && anyKept;
-    if (policyStash) {
-        // torch.utils.checkpoint with a policy (torchtitan's _apply_op_sac): the region keeps its inputs and the
-        // cached outputs of the ops the policy saves (mm, SDPA); every other tensor backward needs is recomputed.
+    if (policyStash && layout.eager_kernels) {
+        // torch.utils.checkpoint with a policy in eager mode (torchtitan's _apply_op_sac): the region keeps its
+        // inputs, and _CachingTorchDispatchMode caches the output of every op the policy saves (mm, SDPA) whether
+        // backward reads it or not; every other tensor backward needs is recomputed.
         stashed.clear();
         for (std::size_t i = 0; i < layer.ops.size(); ++i) {
             const Op& op = graph.op(layer.ops[i]);
@@ -739,6 +740,33 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             }
             if (instanceOf[i].empty() && (isGemm(op.kind) || op.kind == OpKind::FlashAttention))
                 stashed.insert(op.outputs.begin(), op.outputs.end());
+        }
+    } else if (policyStash) {
+        // Compiled (torchtitan wraps each block in AC, then torch.compile): AOTAutograd turns the policy into
+        // MUST_SAVE / PREFER_RECOMPUTE tags on one joint graph, and the partitioner saves only what the backward
+        // graph reads (torch/_functorch/partitioners.py _extract_fwd_bwd_modules drops saved values the backward
+        // does not use). So: walk back from what each op's backward reads, through the ops the policy recomputes,
+        // to the cached outputs and region inputs they start from. The second MLP matmul's output, which only
+        // the residual add consumes, is cached in eager mode and not saved here.
+        stashed.clear();
+        std::vector<TensorId> pending;
+        for (const auto id : layer.ops)
+            for (const auto t : graph.op(id).saved)
+                pending.push_back(t);
+        std::unordered_set<TensorId> visited;
+        while (!pending.empty()) {
+            const TensorId t = pending.back();
+            pending.pop_back();
+            if (graph.tensor(t).is_param || !visited.insert(t).second)
+                continue;
+            const OpId from = producer[static_cast<std::size_t>(t)];
+            const auto it = from < 0 ? indexOf.end() : indexOf.find(from);
+            if (it == indexOf.end() || instanceOf[it->second].empty()) {
+                stashed.insert(t);
+                continue;
+            }
+            for (const auto input : graph.op(from).inputs)
+                pending.push_back(input);
         }
     }
     const auto extraOf = [&](TensorId t) {

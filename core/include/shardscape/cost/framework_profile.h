@@ -108,6 +108,10 @@ struct FrameworkProfile
     double loss_parallel_eager_working_bytes_per_logit = 0;
     /** The framework compiles the loss along with the model when torch.compile is on. */
     bool compiles_loss = false;
+    /** A compiled loss: bytes per logit saved (the 16-bit logits Inductor keeps in place of an fp32 softmax) and
+        live beside them at its peak (its fused backward's 16-bit gradient). */
+    double compiled_loss_saved_bytes_per_logit = 2;
+    double compiled_loss_working_bytes_per_logit = 2;
 
     // --- activations as the framework's model code saves them ---------------------------------------------------
     /** Grouped-query attention repeats K and V to the query heads before the attention kernel (repeat_kv), which
