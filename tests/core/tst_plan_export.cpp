@@ -1205,6 +1205,38 @@ mode = "full"
         QCOMPARE(int(c.framework), int(Framework::Torchtitan));
     }
 
+    void importTorchtitanWarnsOfAnEagerLoss()
+    {
+        // [compile] components without "loss": torchtitan runs the loss eagerly, which the simulation (compiled
+        // model, compiled loss) would under-cost by about 8 B per logit. The import says so; the default list and
+        // an explicit one with both components say nothing about it.
+        const std::string base = R"([model]
+name = "llama3"
+flavor = "8B"
+[training]
+local_batch_size = 1
+global_batch_size = 8
+seq_len = 8192
+[parallelism]
+data_parallel_shard_degree = 8
+[compile]
+enable = true
+)";
+        const auto warningsFor = [&](const std::string& extra) {
+            QTemporaryDir dir;
+            ImportOptions options;
+            options.world_size = 8;
+            return importJobConfig(writeText(dir, "job.toml", base + extra), options).warnings;
+        };
+        const auto mentionsLoss = [](const std::vector<std::string>& warnings) {
+            return std::any_of(warnings.begin(), warnings.end(),
+                               [](const std::string& w) { return w.find("leave out \"loss\"") != std::string::npos; });
+        };
+        QVERIFY(!mentionsLoss(warningsFor("")));
+        QVERIFY(!mentionsLoss(warningsFor("components = [\"model\", \"loss\"]\n")));
+        QVERIFY(mentionsLoss(warningsFor("components = [\"model\"]\n")));
+    }
+
     void importDeepSpeedInfersTheThird()
     {
         QTemporaryDir dir;

@@ -370,6 +370,22 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
     }
     // Without [compile] enable (v0.2.x; [training] compile before) the job runs eager PyTorch.
     c.eager_kernels = !(root["compile"]["enable"].value_or(false) || root["training"]["compile"].value_or(false));
+    // v0.2.x compiles the components listed in [compile] components (default ["model", "loss"]); the simulation
+    // compiles both or neither, and the loss is the one that moves memory (framework_profile.cpp).
+    if (const toml::array* components = root["compile"]["components"].as_array(); components && !c.eager_kernels) {
+        const auto lists = [&](std::string_view name) {
+            return std::any_of(components->begin(), components->end(),
+                               [&](const toml::node& n) { return n.value_or(std::string_view {}) == name; });
+        };
+        if (!lists("loss"))
+            out.warnings.push_back("compile components leave out \"loss\": torchtitan then runs the cross-entropy "
+                                   "eagerly (an fp32 log-softmax saved, 8 B per logit at its backward), but it is "
+                                   "simulated compiled (2 B saved, 2 B working), so peak memory is under-predicted by "
+                                   "about 8 B per logit; add \"loss\" to [compile] components");
+        if (!lists("model"))
+            out.warnings.push_back("compile components leave out \"model\": the blocks run eagerly, but they are "
+                                   "simulated compiled (fused elementwise kernels)");
+    }
     const std::int64_t etp = parallelism.integer("expert_tensor_parallel_degree", 1, kMaxDegree).value_or(1);
     if (c.ep > 1 && etp != c.tp)
         c.etp = static_cast<int>(etp);
