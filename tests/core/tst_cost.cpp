@@ -468,6 +468,13 @@ private Q_SLOTS:
         const double compiledPerToken = perToken - 2.0 * t.hidden;
         QVERIFY2(relativeError(lcCompiled.activation_bytes, tokens * compiledPerToken) < 1e-9,
                  qPrintable(QString::number(lcCompiled.activation_bytes / (tokens * compiledPerToken))));
+        // With TP 2 and SP everything is split in two, and the policy also caches the reduce-scattered output of
+        // wo (_c10d_functional.reduce_scatter_tensor is on its save list): one more h-wide tensor, eager only.
+        ParallelConfig sp = c;
+        sp.tp = 2;
+        sp.sequence_parallel = true;
+        QVERIFY(relativeError(model.layerCost(index, sp).activation_bytes, tokens * (perToken + 2.0 * t.hidden) / 2)
+                < 1e-9);
         // The recomputation re-runs wk, wo and w3 (the even matmuls) and no attention.
         QVERIFY(lc.recompute > 0);
         QVERIFY(lc.recompute
@@ -480,6 +487,40 @@ private Q_SLOTS:
                            }())
                         .forward
                     / 2);
+    }
+
+    void torchtitanSpSavesTheGatheredInput()
+    {
+        // torchtitan's DTensor TP all-gathers the norm's sequence shard before attention and feed_forward, and the
+        // colwise matmuls save the gathered tensor: without recomputation a block keeps two full-sequence h-wide
+        // tensors where Megatron keeps their shards (it gathers again in backward). The head keeps the gathered
+        // final-norm output the same way. Full recomputation stashes only block inputs: no change there.
+        const auto graph = presetGraph("llama3-8b", 2048);
+        CostModel gathered(graph, h100Node());
+        CostModel shards(graph, h100Node()); // overrideFrameworkProfile must come before any evaluation
+        FrameworkProfile shardProfile = frameworkProfile(Framework::Torchtitan);
+        shardProfile.sp_saves_gathered_inputs = false;
+        shards.overrideFrameworkProfile(shardProfile);
+        ParallelConfig c;
+        c.framework = Framework::Torchtitan;
+        c.tp = 4;
+        c.sequence_parallel = true;
+        c.recompute = RecomputeKind::None;
+        const auto block = static_cast<std::size_t>(&firstBlock(gathered) - gathered.layers().data());
+        const auto head = gathered.layers().size() - 1;
+        const LayerCost gatheredBlock = gathered.layerCost(block, c);
+        const LayerCost gatheredHead = gathered.layerCost(head, c);
+        const LayerCost shardBlock = shards.layerCost(block, c);
+        const LayerCost shardHead = shards.layerCost(head, c);
+        c.recompute = RecomputeKind::Full;
+        const double gatheredFull = gathered.layerCost(block, c).activation_bytes;
+        const double shardFull = shards.layerCost(block, c).activation_bytes;
+        const double hTensor = 2048.0 * graph->transformer->hidden * 2;
+        const double extra = hTensor * (1 - 1.0 / 4);
+        QVERIFY2(relativeError(gatheredBlock.activation_bytes - shardBlock.activation_bytes, 2 * extra) < 1e-9,
+                 qPrintable(QString::number((gatheredBlock.activation_bytes - shardBlock.activation_bytes) / extra)));
+        QVERIFY(relativeError(gatheredHead.activation_bytes - shardHead.activation_bytes, extra) < 1e-9);
+        QCOMPARE(gatheredFull, shardFull);
     }
 
     void torchtitanCompiledLossKeepsTheLogits()

@@ -61,6 +61,7 @@ LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework,
     // module checkpoints whose outputs stay alive for the ops that consume them.
     layout.selective_checkpoint_policy = c.framework == Framework::Torchtitan;
     layout.attention_repeats_kv = framework.attention_repeats_kv;
+    layout.sp_saves_gathered_inputs = framework.sp_saves_gathered_inputs;
     layout.tp_group = tpGroup;
     layout.cp_group = cpGroup;
     // Experts spread over consecutive data-parallel ranks (Megatron's tp-cp-ep-dp order).

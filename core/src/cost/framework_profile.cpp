@@ -210,6 +210,11 @@ FrameworkProfile torchtitan()
     // v0.2.1 (torchtitan/models/llama3/model/model.py); v0.2.2 passes enable_gqa instead (pytorch/torchtitan#2259).
     // The published torchtitan runs, and the layer measured in tests/data/measured_layers_h100.json, repeat.
     p.attention_repeats_kv = true;
+    // Tensor parallelism is DTensor's (torchtitan/models/llama3/infra/parallelize.py apply_tp): PrepareModuleInput
+    // redistributes the norm's sequence shard to Replicate (an all-gather) before attention and feed_forward, and
+    // the colwise wq/wk/wv and w1/w3 matmuls save that gathered tensor for backward, as does the output projection
+    // (ColwiseParallel with input_layouts Shard(1)). Megatron saves the shard and gathers again in backward.
+    p.sp_saves_gathered_inputs = true;
     p.fragmentation = 1.05;
     p.zero_stages = {2, 3};
     p.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B,

@@ -463,6 +463,9 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     // Tensors some saved copy of which is bigger than the graph's tensor: K and V repeated to the query heads
     // (FrameworkProfile::attention_repeats_kv), by the extra bytes.
     std::unordered_map<TensorId, double> repeatedKvExtra;
+    // Sequence-parallel column inputs saved whole rather than as the shard (LayerLayout::sp_saves_gathered_inputs),
+    // by the extra bytes.
+    std::unordered_map<TensorId, double> gatheredExtra;
     double eagerActExtra = 0; ///< eager SwiGLU's silu(gate), saved by the multiply beside gate and up
     bool eagerActKept = false;
     double cpKvBytes = 0; ///< local K and V (kv heads only under GQA)
@@ -644,6 +647,12 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             }
             if (gathersInput && !op.inputs.empty()) {
                 const TensorId input = op.inputs.front();
+                if (sp && layout.sp_saves_gathered_inputs
+                    && std::find(op.saved.begin(), op.saved.end(), input) != op.saved.end()) {
+                    // Under FP8 the gathered copy is the 1-byte cast (torchao's Float8ColwiseParallel casts first).
+                    const double saved = bytesOf.full(input) * (runsInFp8(op, layout) ? 0.5 : 1.0);
+                    gatheredExtra[input] = std::max(gatheredExtra[input], saved - bytesOf(input));
+                }
                 if (columnInputs.insert(input).second) {
                     const double bytes = bytesOf.full(input);
                     const double forward
@@ -740,6 +749,9 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             }
             if (instanceOf[i].empty() && (isGemm(op.kind) || op.kind == OpKind::FlashAttention))
                 stashed.insert(op.outputs.begin(), op.outputs.end());
+            // The policy also saves _c10d_functional.reduce_scatter_tensor: a row-parallel linear's output under SP.
+            else if (tp > 1 && layout.sequence_parallel && op.tp_role == TpRole::Row && isGemm(op.kind))
+                stashed.insert(op.outputs.begin(), op.outputs.end());
         }
     } else if (policyStash) {
         // Compiled (torchtitan wraps each block in AC, then torch.compile): AOTAutograd turns the policy into
@@ -773,9 +785,13 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         const auto it = repeatedKvExtra.find(t);
         return it == repeatedKvExtra.end() ? 0.0 : it->second;
     };
+    const auto gatheredOf = [&](TensorId t) {
+        const auto it = gatheredExtra.find(t);
+        return it == gatheredExtra.end() ? 0.0 : it->second;
+    };
     for (const auto t : stashed)
         if (!graph.tensor(t).is_param)
-            cost.activation_bytes += bytesOf(t) + (policyStash ? 0.0 : extraOf(t));
+            cost.activation_bytes += bytesOf(t) + (policyStash ? 0.0 : extraOf(t)) + gatheredOf(t);
     cost.activation_bytes += lossSavedBytes;
     if (eagerActKept && !policyStash)
         cost.activation_bytes += eagerActExtra;
@@ -785,7 +801,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     double fullBytes = lossSavedBytes + eagerActExtra;
     for (const auto t : fullStash)
         if (!graph.tensor(t).is_param)
-            fullBytes += bytesOf(t) + extraOf(t);
+            fullBytes += bytesOf(t) + extraOf(t) + gatheredOf(t);
     cost.working_bytes = std::max(cost.working_bytes, fullBytes - cost.activation_bytes);
 
     if (cp > 1 && cpKvBytes > 0) {

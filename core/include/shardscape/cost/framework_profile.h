@@ -117,6 +117,9 @@ struct FrameworkProfile
     /** Grouped-query attention repeats K and V to the query heads before the attention kernel (repeat_kv), which
         then saves the repeated copies for its backward: K and V stashed at num_heads, not num_kv_heads. */
     bool attention_repeats_kv = false;
+    /** Under sequence parallelism a column-parallel linear saves the all-gathered (full-sequence) input for its
+        backward, not the sequence shard it came from (DTensor TP: the gather is a redistribute before the matmul). */
+    bool sp_saves_gathered_inputs = false;
     /** Full recomputation uses PyTorch's non-reentrant checkpoint with its default early stop: the recomputed
         forward stops once every tensor the backward needs is back, so the block's trailing ops (the last GEMM,
         which saves only its input, and the residual add after it) are not re-run. */

@@ -46,6 +46,8 @@ struct LayerLayout
     /** K and V are repeated to the query heads before the attention kernel saves them
         (FrameworkProfile::attention_repeats_kv). */
     bool attention_repeats_kv = false;
+    /** Column-parallel linears save their all-gathered input under SP (FrameworkProfile::sp_saves_gathered_inputs). */
+    bool sp_saves_gathered_inputs = false;
     /** Context parallelism as the framework runs it (FrameworkProfile::cp_comm and the merge / dK-dV terms). */
     CpComm cp_comm = CpComm::P2PRing;
     double cp_merge_bytes_per_element = 10;
