@@ -41,16 +41,14 @@ LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework,
     layout.micro_batch = c.micro_batch;
     layout.recompute = c.recompute;
     layout.recompute_modules = c.recompute_modules;
-    const bool lossCompiled = !c.eager_kernels && framework.compiles_loss;
-    const bool eagerLossParallel
-        = c.tp > 1 && framework.loss_parallel_eager_working_bytes_per_logit > 0 && !lossCompiled;
-    if (lossCompiled) {
+    if (!c.eager_kernels && framework.compiles_loss) {
         layout.loss_saved_bytes_per_logit = framework.compiled_loss_saved_bytes_per_logit;
         layout.loss_working_bytes_per_logit = framework.compiled_loss_working_bytes_per_logit;
     } else {
+        const bool lossParallel = c.tp > 1 && framework.loss_parallel_eager_working_bytes_per_logit > 0;
         layout.loss_saved_bytes_per_logit = framework.loss_saved_bytes_per_logit;
-        layout.loss_working_bytes_per_logit = eagerLossParallel ? framework.loss_parallel_eager_working_bytes_per_logit
-                                                                : framework.loss_working_bytes_per_logit;
+        layout.loss_working_bytes_per_logit = lossParallel ? framework.loss_parallel_eager_working_bytes_per_logit
+                                                           : framework.loss_working_bytes_per_logit;
     }
     layout.cp_comm = framework.cp_comm;
     layout.cp_merge_bytes_per_element = framework.cp_merge_bytes_per_element;

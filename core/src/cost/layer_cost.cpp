@@ -781,14 +781,12 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                 pending.push_back(input);
         }
     }
-    const auto extraOf = [&](TensorId t) {
-        const auto it = repeatedKvExtra.find(t);
-        return it == repeatedKvExtra.end() ? 0.0 : it->second;
+    const auto extraIn = [](const std::unordered_map<TensorId, double>& extras, TensorId t) {
+        const auto it = extras.find(t);
+        return it == extras.end() ? 0.0 : it->second;
     };
-    const auto gatheredOf = [&](TensorId t) {
-        const auto it = gatheredExtra.find(t);
-        return it == gatheredExtra.end() ? 0.0 : it->second;
-    };
+    const auto extraOf = [&](TensorId t) { return extraIn(repeatedKvExtra, t); };
+    const auto gatheredOf = [&](TensorId t) { return extraIn(gatheredExtra, t); };
     for (const auto t : stashed)
         if (!graph.tensor(t).is_param)
             cost.activation_bytes += bytesOf(t) + (policyStash ? 0.0 : extraOf(t)) + gatheredOf(t);
