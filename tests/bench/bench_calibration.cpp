@@ -137,6 +137,14 @@ void printOps(const Case& c, const CostParams& params, const DeviceOverrides& de
     for (const auto& [kind, t] : byKind)
         std::printf("  %-16s fwd %5.1f%%  bwd %5.1f%%  of fwd+bwd %5.1f%%\n", kind.c_str(), 100 * t.first / totalFwd,
                     100 * t.second / totalBwd, 100 * (t.first + t.second) / (totalFwd + totalBwd));
+
+    // Where the whole step goes, so that a row's error can be traced to a term.
+    const Evaluation e = predict(c, params, devices).evaluation;
+    const TimeBreakdown& b = e.time;
+    std::printf("step %.4g s: compute %.4g, recompute %.4g, tp %.4g, other comm %.4g, pp bubble %.4g, dp exposed %.4g, "
+                "sharded dp %.4g, optimizer %.4g\n",
+                e.step_time, b.compute, b.recompute, b.tp_comm, b.other_comm, b.pp_bubble, b.dp_exposed, b.sharded_dp,
+                b.optimizer);
 }
 
 /** Applies "name=value" to the CostParams knob of that name; false when the name is unknown. */

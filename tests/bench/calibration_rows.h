@@ -91,6 +91,9 @@ struct Case
     std::string device; ///< device preset
     int gpus_per_node = 8;
     double inter_node_bandwidth = 0; ///< bytes/s per GPU per direction when the row states its NICs; 0 = preset
+    /** The fabric's measured all-reduce bus bandwidth over its stated line rate, where the row cites a measurement
+        (`interconnect_measured`); 0 = the cost model's default efficiency. */
+    double inter_node_efficiency = 0;
     double memory_bytes = 0; ///< the row's stated GPU memory (gpu_memory_gb, read as GiB like the presets); 0 = preset
     ParallelConfig config;
     std::int64_t global_batch = 0; ///< sequences per step as simulated (dp x micro-batch x micro-batches)
@@ -453,6 +456,19 @@ inline Case makeCase(const nlohmann::json& row)
     if (c.inter_node_bandwidth > 0)
         c.assumptions.push_back(cat(
             "inter-node bandwidth from the stated NICs: ", fixed(c.inter_node_bandwidth / 1e9, 2), " GB/s per GPU"));
+    // A fabric that measured slower than its line rate (e.g. NCCL over Omni-Path) is costed at what was measured,
+    // as `profile import-nccl` or a cluster file's link "efficiency" would do for a user's own cluster.
+    if (const auto it = row.find("interconnect_measured"); it != row.end() && it->is_object()) {
+        const double busbw = it->value("all_reduce_busbw_gbit_per_node", 0.0) / 8 * 1e9 / c.gpus_per_node;
+        if (c.inter_node_bandwidth <= 0 || !(busbw > 0) || busbw > c.inter_node_bandwidth) {
+            c.reason = "interconnect_measured needs stated NICs and a bus bandwidth at most their line rate";
+            return c;
+        }
+        c.inter_node_efficiency = busbw / c.inter_node_bandwidth;
+        c.assumptions.push_back(cat("inter-node links at ", fixed(100 * c.inter_node_efficiency, 1),
+                                    "% of the line rate: the fabric's measured all-reduce bus bandwidth (",
+                                    it->value("source", std::string("no source")), ")"));
+    }
 
     // --- the parallel configuration ---------------------------------------------------------------------------
     ParallelConfig& p = c.config;
@@ -651,6 +667,7 @@ inline std::unique_ptr<CostModel> makeCostModel(const Case& c, const CostParams&
     cluster.device = devicePreset(c.device);
     if (c.inter_node_bandwidth > 0)
         cluster.device.inter_node.bandwidth = c.inter_node_bandwidth;
+    cluster.device.inter_node.efficiency = c.inter_node_efficiency;
     if (const auto it = overrides.find(c.device); it != overrides.end()) {
         if (it->second.matmul > 0)
             cluster.device.matmul_efficiency = it->second.matmul;

@@ -91,6 +91,28 @@ FrameworkProfile deepSpeedWithout(bool FrameworkProfile::*the_switch)
     return profile;
 }
 
+/** Evaluates with the timeline recorded, without a memory limit. */
+Evaluation evaluateWithTimeline(const CostModel& model, const ParallelConfig& config)
+{
+    Workload workload;
+    workload.memory_limit_bytes = 1e15;
+    EvaluateOptions record;
+    record.record_timeline = true;
+    return model.evaluate(config, workload, record);
+}
+
+/** Rank 0's first send of an activation to the next stage, or null. */
+const TimelineEvent* firstSendForward(const Evaluation& e)
+{
+    if (!e.simulation)
+        return nullptr;
+    const auto& events = e.simulation->events;
+    const auto send = std::find_if(events.begin(), events.end(), [](const TimelineEvent& ev) {
+        return ev.rank == 0 && ev.kind == EventKind::SendForward;
+    });
+    return send == events.end() ? nullptr : &*send;
+}
+
 const Layer& firstBlock(const std::vector<Layer>& layers)
 {
     for (const auto& layer : layers)
@@ -781,22 +803,14 @@ private Q_SLOTS:
         config.num_microbatches = 8;
         config.framework = static_cast<Framework>(framework);
         config.zero_stage = config.framework == Framework::Torchtitan ? 3 : 1; // FSDP2 only there
-        Workload workload;
-        workload.memory_limit_bytes = 1e15;
-        EvaluateOptions record;
-        record.record_timeline = true;
-        const Evaluation e = model.evaluate(config, workload, record);
+        const Evaluation e = evaluateWithTimeline(model, config);
         QVERIFY2(e.feasible, e.reason.c_str());
-        QVERIFY(e.simulation);
         // Rank 0's first send, and the compute it runs next.
-        const auto& events = e.simulation->events;
-        const auto send = std::find_if(events.begin(), events.end(), [](const TimelineEvent& ev) {
-            return ev.rank == 0 && ev.kind == EventKind::SendForward;
-        });
-        QVERIFY(send != events.end());
+        const TimelineEvent* send = firstSendForward(e);
+        QVERIFY(send);
         QVERIFY(send->duration > 0);
         double nextCompute = 1e300;
-        for (const auto& ev : events)
+        for (const auto& ev : e.simulation->events)
             if (ev.rank == 0 && ev.stream == 0 && ev.start >= send->start && ev.kind == EventKind::Forward)
                 nextCompute = std::min(nextCompute, ev.start);
         QVERIFY(nextCompute < 1e300);
@@ -805,6 +819,64 @@ private Q_SLOTS:
             QVERIFY(nextCompute >= sendEnd - 1e-12);
         else
             QVERIFY(nextCompute < sendEnd);
+    }
+
+    /** A cluster's measured link efficiency (nccl-tests busbw / line rate) replaces the default for that link. */
+    void measuredLinkEfficiencyReplacesTheDefault()
+    {
+        Cluster cluster = loadCluster("a100-80g", 4, 8);
+        const double bytes = 1e9;
+        const auto defaults = makeDatasheetCostSource(cluster, {});
+        const double line = cluster.device.inter_node.bandwidth;
+        const double latency = cluster.device.inter_node.latency;
+        QVERIFY(relativeError(defaults->p2pTime(bytes, true),
+                              bytes / (line * CostParams {}.inter_node_efficiency) + latency)
+                < 1e-12);
+        cluster.device.inter_node.efficiency = 0.295;
+        const auto measured = makeDatasheetCostSource(cluster, {});
+        QVERIFY(relativeError(measured->p2pTime(bytes, true), bytes / (line * 0.295) + latency) < 1e-12);
+        // One rank per node: 2 (n - 1) / n of the bytes over each node's link, and the tree's 2 log2(n) latencies.
+        const double allReduce = measured->collectiveTime(Collective::AllReduce, bytes, {4, 1});
+        QVERIFY2(relativeError(allReduce, 1.5 * bytes / (line * 0.295) + 4 * latency) < 1e-12,
+                 std::to_string(allReduce).c_str());
+        // NVLink keeps the default.
+        QCOMPARE(measured->p2pTime(bytes, false), defaults->p2pTime(bytes, false));
+    }
+
+    void stageTransfersTravelAsTheFrameworkSendsThem_data()
+    {
+        QTest::addColumn<int>("framework");
+        QTest::addColumn<bool>("partitioned");
+        // DeepSpeed's pipeline engine sends each tensor-parallel rank's 1/tp PartitionedTensor slice and the receiver
+        // all-gathers it over the TP group (pipe/engine.py is_pipe_partitioned); Megatron-Core sends the whole tensor.
+        QTest::newRow("deepspeed") << int(Framework::DeepSpeed) << true;
+        QTest::newRow("megatron") << int(Framework::MegatronCore) << false;
+    }
+    void stageTransfersTravelAsTheFrameworkSendsThem()
+    {
+        QFETCH(int, framework);
+        QFETCH(bool, partitioned);
+        const auto graph = presetGraph("llama2-7b", 2048);
+        const Cluster cluster = h100Node(4);
+        CostModel model(graph, cluster); // tp 2 x dp 4 fill a node: every stage boundary crosses InfiniBand
+        ParallelConfig config;
+        config.tp = 2;
+        config.pp = 4;
+        config.dp = 4;
+        config.num_microbatches = 8;
+        config.zero_stage = 1;
+        config.framework = static_cast<Framework>(framework);
+        const Evaluation e = evaluateWithTimeline(model, config);
+        QVERIFY2(e.feasible, e.reason.c_str());
+        const TimelineEvent* send = firstSendForward(e);
+        QVERIFY(send);
+        const double bytes = 2.0 * 2048 * graph->transformer->hidden; // one sequence's residual stream in bf16
+        const auto source = makeDatasheetCostSource(cluster, {});
+        const double expected = partitioned
+            ? source->p2pTime(bytes / 2, true) + source->collectiveTime(Collective::AllGather, bytes, {2, 2})
+            : source->p2pTime(bytes, true);
+        QVERIFY2(relativeError(send->duration, expected) < 1e-9,
+                 (std::to_string(send->duration) + " vs " + std::to_string(expected)).c_str());
     }
 
     void expertAllToAllHidesUnderTheOtherMicroBatch()

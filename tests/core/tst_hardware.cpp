@@ -66,6 +66,7 @@ void compareClusters(const Cluster& a, const Cluster& b)
         QCOMPARE(x->kind, y->kind);
         QVERIFY(x->bandwidth == y->bandwidth);
         QVERIFY(x->latency == y->latency);
+        QVERIFY(x->efficiency == y->efficiency);
     }
     QCOMPARE(a.nodes, b.nodes);
     QCOMPARE(a.gpus_per_node, b.gpus_per_node);
@@ -256,6 +257,18 @@ private Q_SLOTS:
         QCOMPARE(partial.device.intra_node.bandwidth, 450e9);
         QVERIFY(partial.fingerprint() != loadCluster("h100-sxm").fingerprint());
 
+        // A fabric measured below its line rate (NCCL over Omni-Path): the link's efficiency, kept on save.
+        writeFile(root + "/measured.json",
+                  R"({"schema": "shardscape.cluster/1", "device": "a100-80g", "nodes": 4,
+                      "inter_node": {"kind": "omni-path", "bandwidth_gb_s": 6.25, "efficiency": 0.295}})");
+        const Cluster measured = loadCluster(root + "/measured.json");
+        QCOMPARE(measured.device.inter_node.efficiency, 0.295);
+        QCOMPARE(measured.device.intra_node.efficiency, 0.0); // not stated: the cost model's default
+        QCOMPARE(toJson(measured)["device"]["inter_node"]["efficiency"].get<double>(), 0.295);
+        QVERIFY(!toJson(measured)["device"]["intra_node"].contains("efficiency"));
+        writeFile(root + "/measured-saved.json", toJson(measured).dump());
+        compareClusters(measured, loadCluster(root + "/measured-saved.json"));
+
         // Device as a full object (schema may be left out inside a cluster file).
         json inlineDevice = validDevice();
         inlineDevice.erase("schema");
@@ -360,6 +373,7 @@ private Q_SLOTS:
         QVERIFY(changed([](Cluster& c) { c.device.intra_node.latency = 4e-6; }));
         QVERIFY(changed([](Cluster& c) { c.device.inter_node.bandwidth = 25e9; }));
         QVERIFY(changed([](Cluster& c) { c.device.inter_node.latency = 6e-6; }));
+        QVERIFY(changed([](Cluster& c) { c.device.inter_node.efficiency = 0.3; }));
         // What the cost model does not read does not matter.
         QVERIFY(!changed([](Cluster& c) { c.device.display_name = "renamed"; }));
         // Different presets differ.
@@ -498,6 +512,12 @@ private Q_SLOTS:
         QTest::newRow("inter bw string") << "/inter_node/bandwidth_gb_s"
                                          << R"("50")"
                                          << "'inter_node.bandwidth_gb_s' must be a number";
+        QTest::newRow("inter efficiency zero") << "/inter_node/efficiency"
+                                               << "0"
+                                               << "'inter_node.efficiency' is 0";
+        QTest::newRow("inter efficiency over 1") << "/inter_node/efficiency"
+                                                 << "1.5"
+                                                 << "'inter_node.efficiency'";
         QTest::newRow("inter latency huge") << "/inter_node/latency_us"
                                             << "1e9"
                                             << "'inter_node.latency_us'";

@@ -365,6 +365,17 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     const double gradCommBytes = gradientBytes(framework, m_params, c, m_graph->dtype);
     const bool fp32GradBuffers = pipelineFp32Grads(framework, c, m_graph->dtype);
 
+    // One stage-to-stage transfer of a tensor that every tensor-parallel rank holds whole. Where the framework
+    // partitions it (FrameworkProfile::pipeline_p2p_partitioned), each rank sends its 1/tp slice and the receiver
+    // gathers the slices over its tensor-parallel group before it can compute.
+    const GroupShape tpShape = groupShape(c, "tp");
+    const auto stageTransfer = [&](double bytes) {
+        if (!framework.pipeline_p2p_partitioned || c.tp <= 1)
+            return m_source->p2pTime(bytes, ppInterNode);
+        return m_source->p2pTime(bytes / c.tp, ppInterNode)
+            + m_source->collectiveTime(Collective::AllGather, bytes, tpShape);
+    };
+
     PipelineSpec& spec = a->spec;
     spec.schedule = c.pp == 1 ? ScheduleKind::OneFOneB : c.schedule;
     spec.pp = c.pp;
@@ -397,13 +408,12 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             chunk.working = std::max(chunk.working, lc.working_bytes);
         }
         stage.send_forward = !endsChain(c.schedule, c.pp, c.vpp, k)
-            ? m_source->p2pTime(costs[static_cast<std::size_t>(chunk.last)]->output_bytes, ppInterNode)
+            ? stageTransfer(costs[static_cast<std::size_t>(chunk.last)]->output_bytes)
             : 0;
         // The input gradient going back has the size of the previous chunk's output.
         stage.send_backward = !startsChain(c.schedule, c.pp, k)
-            ? m_source->p2pTime(
-                costs[static_cast<std::size_t>(a->chunks[static_cast<std::size_t>(k - 1)].last)]->output_bytes,
-                ppInterNode)
+            ? stageTransfer(
+                costs[static_cast<std::size_t>(a->chunks[static_cast<std::size_t>(k - 1)].last)]->output_bytes)
             : 0;
         if (framework.pipeline_keeps_stage_io && c.pp > 1) {
             // Kept per in-flight micro-batch beside what the layers save (FrameworkProfile::pipeline_keeps_stage_io).

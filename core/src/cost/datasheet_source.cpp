@@ -123,8 +123,17 @@ private:
     {
         return m_device.attention_efficiency > 0 ? m_device.attention_efficiency : m_params.attention_efficiency;
     }
-    double intraBandwidth() const { return m_device.intra_node.bandwidth * m_params.intra_node_efficiency; }
-    double interBandwidth() const { return m_device.inter_node.bandwidth * m_params.inter_node_efficiency; }
+    /** A link's measured efficiency where its cluster states one (Link::efficiency), else the default. */
+    double intraBandwidth() const
+    {
+        const double measured = m_device.intra_node.efficiency;
+        return m_device.intra_node.bandwidth * (measured > 0 ? measured : m_params.intra_node_efficiency);
+    }
+    double interBandwidth() const
+    {
+        const double measured = m_device.inter_node.efficiency;
+        return m_device.inter_node.bandwidth * (measured > 0 ? measured : m_params.inter_node_efficiency);
+    }
 
     /** Ring collective over n ranks on one kind of link; all-reduce takes the better of ring and tree. */
     static double flat(Collective kind, double bytes, int n, double bandwidth, double latency)

@@ -272,7 +272,12 @@ FrameworkProfile torchtitan()
  *   it, and computes on pipe_buffers['inputs'][buffer_id].clone(): with tensor parallelism (is_pipe_partitioned,
  *   the default pipeline.pipe_partitioned) the output is replaced by its 1/tp PartitionedTensor and the input
  *   buffer by the gathered tensor the forward uses; without it the stage keeps the whole output and the received
- *   input beside its clone.
+ *   input beside its clone;
+ * - with tensor parallelism the stage-to-stage tensors travel partitioned (pipe/engine.py: is_pipe_partitioned and
+ *   is_grad_partitioned = is_model_parallel): _exec_forward_pass wraps the output in a PartitionedTensor over the
+ *   slice-parallel (TP) group and _exec_send_activations sends its meta and 1/tp data; the receiver rebuilds it
+ *   with PartitionedTensor.from_meta(...).full(), an all-gather over the TP group, before the forward;
+ *   _exec_send_grads / _exec_backward_pass do the same for the input's gradient.
  */
 FrameworkProfile deepSpeed()
 {
@@ -296,6 +301,7 @@ FrameworkProfile deepSpeed()
     p.pipeline_bf16_fp32_grads = true;
     p.pipeline_p2p_blocks_compute = true;
     p.pipeline_keeps_stage_io = true;
+    p.pipeline_p2p_partitioned = true;
     p.schedules = {ScheduleKind::OneFOneB};
     p.pipeline_with_zero23 = false;
     p.context_parallel = false;

@@ -25,7 +25,9 @@
 //     "source": "NVIDIA H100 ... datasheet",     optional; where the numbers come from (presets always say)
 //     "notes": ["...", "..."]                    optional; a string or an array of strings: assumptions
 //   }
-// Links may carry their own "notes". Every number must be finite and > 0 (peak_tflops entries >= 0). Unknown keys,
+// Links may carry their own "notes", and an "efficiency" (0 < x <= 1): the fraction of bandwidth_gb_s that NCCL
+// collectives were measured to reach on that fabric (nccl-tests busbw / line rate), which replaces the cost model's
+// default for the link. Every number must be finite and > 0 (peak_tflops entries >= 0). Unknown keys,
 // wrong types, missing required keys and absurd values are errors that name the file and the key.
 //
 // Cluster file format ("shardscape.cluster/1"), what --cluster FILE.json reads
@@ -89,7 +91,7 @@ const std::vector<std::string> kDeviceKeys {
     "schema",    "name",        "display_name",      "memory_gib",          "hbm_bandwidth_gb_s",
     "tdp_watts", "peak_tflops", "gpus_per_node",     "intra_node",          "inter_node",
     "source",    "notes",       "matmul_efficiency", "attention_efficiency"};
-const std::vector<std::string> kLinkKeys {"kind", "bandwidth_gb_s", "latency_us", "notes"};
+const std::vector<std::string> kLinkKeys {"kind", "bandwidth_gb_s", "latency_us", "efficiency", "notes"};
 const std::vector<std::string> kClusterKeys {"schema", "name",          "notes",      "source",    "device",
                                              "nodes",  "gpus_per_node", "intra_node", "inter_node"};
 
@@ -232,6 +234,8 @@ void readLink(const json& object, const Where& where, bool complete, Link& link)
         link.bandwidth = positive(*bandwidth, "bandwidth_gb_s", where, kMaxBandwidthGBs, "1e6 GB/s") * units::kGB;
     if (const json* latency = complete ? &require(object, "latency_us", where) : member(object, "latency_us"))
         link.latency = positive(*latency, "latency_us", where, kMaxLatencyUs, "1e6 us (one second)") / 1e6;
+    if (const json* efficiency = member(object, "efficiency"))
+        link.efficiency = positive(*efficiency, "efficiency", where, 1, "1 (the whole bandwidth)");
 }
 
 void readPeakFlops(const json& object, const Where& where, DeviceSpec& device)
@@ -463,9 +467,12 @@ json scaledDown(double stored, double scale)
 
 json linkJson(const Link& link)
 {
-    return json {{"kind", link.kind},
-                 {"bandwidth_gb_s", scaledDown(link.bandwidth, units::kGB)},
-                 {"latency_us", number(fileValue(link.latency, link.latency * 1e6, [](double x) { return x / 1e6; }))}};
+    json doc {{"kind", link.kind},
+              {"bandwidth_gb_s", scaledDown(link.bandwidth, units::kGB)},
+              {"latency_us", number(fileValue(link.latency, link.latency * 1e6, [](double x) { return x / 1e6; }))}};
+    if (link.efficiency > 0)
+        doc["efficiency"] = number(link.efficiency);
+    return doc;
 }
 
 json deviceJson(const DeviceSpec& device)
@@ -519,8 +526,11 @@ std::string Cluster::fingerprint() const
                                 "|hbm=", exact(device.hbm_bandwidth), "|flops=");
     for (std::size_t i = 0; i < kDTypeCount; ++i)
         canonical += cat(dtypeName(static_cast<DType>(i)), ":", exact(device.peak_flops[i]), ",");
-    for (const auto* link : {&device.intra_node, &device.inter_node})
+    for (const auto* link : {&device.intra_node, &device.inter_node}) {
         canonical += cat("|link=", link->kind, ",", exact(link->bandwidth), ",", exact(link->latency));
+        if (link->efficiency > 0) // only when measured, so that other links keep their fingerprints
+            canonical += cat(",", exact(link->efficiency));
+    }
     // Appended only when set, so devices without measured efficiencies keep their fingerprints.
     if (device.matmul_efficiency > 0 || device.attention_efficiency > 0)
         canonical += cat("|efficiency=", exact(device.matmul_efficiency), ",", exact(device.attention_efficiency));

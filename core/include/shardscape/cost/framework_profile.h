@@ -163,6 +163,11 @@ struct FrameworkProfile
         tensor parallelism it keeps only the output's 1/tp partition. Megatron frees the output's storage once sent
         (deallocate_output_tensor). */
     bool pipeline_keeps_stage_io = false;
+    /** Under tensor parallelism each rank sends only its 1/tp slice of the stage's output (and of the input's
+        gradient going back), and the receiving stage all-gathers the slices over its tensor-parallel group before
+        it computes (DeepSpeed's PartitionedTensor, is_pipe_partitioned / is_grad_partitioned). Megatron-Core sends
+        the whole tensor (its sequence-parallel output is already 1/tp). */
+    bool pipeline_p2p_partitioned = false;
 
     // --- context parallelism (framework_profile.cpp cites the implementation) ----------------------------------
     CpComm cp_comm = CpComm::P2PRing;
