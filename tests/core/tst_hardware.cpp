@@ -308,6 +308,8 @@ private Q_SLOTS:
         QTest::newRow("example file") << QString::fromStdString(kSourceDir
                                                                 + "/resources/clusters/example-h100-4x8.json")
                                       << 0 << 2;
+        QTest::newRow("measured fabric file")
+            << QString::fromStdString(kSourceDir + "/resources/clusters/example-a100-omnipath-48x8.json") << 0 << 0;
     }
 
     void roundTrip()
