@@ -1253,6 +1253,29 @@ enable = true
         QCOMPARE(int(imported.config.framework), int(Framework::DeepSpeed));
     }
 
+    void importDeepSpeedWarnsOfWholeTensorPipelineSends()
+    {
+        QTemporaryDir dir;
+        ImportOptions options;
+        options.world_size = 32;
+        const auto warningsFor = [&](const std::string& pipeline) {
+            return importJobConfig(writeText(dir, "ds.json",
+                                             R"({"train_batch_size": 256, "train_micro_batch_size_per_gpu": 2,
+                                                 "pipeline": {)"
+                                                 + pipeline + "}}"),
+                                   options)
+                .warnings;
+        };
+        const auto mentions = [](const std::vector<std::string>& warnings, const std::string& key) {
+            return std::any_of(warnings.begin(), warnings.end(),
+                               [&](const std::string& w) { return w.find(key + " is false") != std::string::npos; });
+        };
+        QVERIFY(!mentions(warningsFor(R"("pipe_partitioned": true)"), "pipeline.pipe_partitioned"));
+        QVERIFY(mentions(warningsFor(R"("pipe_partitioned": false)"), "pipeline.pipe_partitioned"));
+        QVERIFY(mentions(warningsFor(R"("grad_partitioned": false)"), "pipeline.grad_partitioned"));
+        QVERIFY(!mentions(warningsFor(R"("grad_partitioned": false)"), "pipeline.pipe_partitioned"));
+    }
+
     void malformedInputNamesFileAndLine_data()
     {
         QTest::addColumn<QString>("file");

@@ -84,6 +84,12 @@ std::string exportDeepSpeed(Context& context)
             && std::adjacent_find(context.blocks.begin(), context.blocks.end(), std::not_equal_to<>())
                 == context.blocks.end();
         doc["pipeline"] = {{"activation_checkpoint_interval", interval}};
+        // DeepSpeed's defaults, written out because the simulated pipeline sends assume them: each TP rank sends its
+        // 1/tp slice (pipe/engine.py is_pipe_partitioned / is_grad_partitioned).
+        if (c.tp > 1) {
+            doc["pipeline"]["pipe_partitioned"] = true;
+            doc["pipeline"]["grad_partitioned"] = true;
+        }
         context.note(cat("DeepSpeed takes the pipeline from the code: PipelineModule(layers, num_stages=", c.pp,
                          ", partition_method=\"", even ? "uniform" : "parameters", "\")"));
         if (!even)

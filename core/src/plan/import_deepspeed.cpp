@@ -73,6 +73,12 @@ ImportedConfig importDeepSpeed(const nlohmann::json& doc, const std::string& ori
                                            " checkpoints every ", interval,
                                            "th layer: simulated as full recomputation of every layer"));
         }
+        // pipe/engine.py sends 1/tp slices only where these stay true (their default), which the simulation assumes.
+        for (const char* key : {"pipe_partitioned", "grad_partitioned"})
+            if (p.has(key) && !p.boolean(key, true))
+                out.warnings.push_back(cat("pipeline.", key, " is false: under tensor parallelism the job sends whole ",
+                                           std::string_view(key) == "pipe_partitioned" ? "activations" : "gradients",
+                                           " between stages, tp times the bytes of the 1/tp slices simulated"));
         if (const auto partition = p.optString("partition"); partition && *partition != "uniform")
             out.warnings.push_back(cat("pipeline.partition \"", *partition,
                                        "\" is decided at run time: simulated with Shardscape's default split"));
