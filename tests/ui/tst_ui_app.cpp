@@ -145,6 +145,7 @@ private slots:
     void settingsPersist();
     void sessionSurvivesACrash();
     void plannerPanelLocksReachThePlanner();
+    void clusterPanelNamesAMeasuredFabric();
 
 private:
     QTemporaryDir m_dir;
@@ -516,6 +517,18 @@ void TestUiApp::staleResultIsDropped()
     const auto result = available.at(0).at(0).value<std::shared_ptr<const PlanResult>>();
     QCOMPARE(QString::fromStdString(result->model->graph().name), QStringLiteral("gpt2"));
     QCOMPARE(started.count(), 2);
+}
+
+void TestUiApp::clusterPanelNamesAMeasuredFabric()
+{
+    ClusterPanel panel;
+    panel.setClusterSpec(QStringLiteral("a100-80g"));
+    QVERIFY2(!panel.deviceInfo().contains(QStringLiteral("measured")), qPrintable(panel.deviceInfo()));
+    // A cluster file whose Omni-Path links state the efficiency NCCL was measured to reach on them.
+    panel.setClusterSpec(QStringLiteral(SHARDSCAPE_SOURCE_DIR "/resources/clusters/example-a100-omnipath-48x8.json"));
+    QVERIFY2(
+        panel.deviceInfo().contains(QStringLiteral("omni-path (at a measured 29.5% of its line rate) between nodes")),
+        qPrintable(panel.deviceInfo()));
 }
 
 void TestUiApp::badModelFileFails()

@@ -98,8 +98,20 @@ void ClusterPanel::setGpusPerNode(int gpus)
     m_gpusPerNode->setValue(gpus);
 }
 
+QString ClusterPanel::deviceInfo() const
+{
+    return m_info->text();
+}
+
 void ClusterPanel::updateDeviceInfo()
 {
+    // A fabric measured below its line rate is costed at the measured rate: say so where the links are named.
+    const auto link = [this](const Link& l) {
+        const QString kind = QString::fromStdString(l.kind);
+        return l.efficiency > 0
+            ? tr("%1 (at a measured %2% of its line rate)").arg(kind).arg(100 * l.efficiency, 0, 'f', 1)
+            : kind;
+    };
     try {
         const Cluster cluster = loadCluster(clusterSpec().toStdString(), m_nodes->value(), m_gpusPerNode->value());
         const DeviceSpec& d = cluster.device;
@@ -107,7 +119,7 @@ void ClusterPanel::updateDeviceInfo()
                             .arg(cluster.worldSize() == 1 ? tr("1 GPU") : tr("%1 GPUs").arg(cluster.worldSize()))
                             .arg(QString::fromStdString(d.display_name), format::bytes(d.memory_bytes))
                             .arg(d.peak(DType::BF16) / 1e12, 0, 'f', 0)
-                            .arg(QString::fromStdString(d.intra_node.kind), QString::fromStdString(d.inter_node.kind)));
+                            .arg(link(d.intra_node), link(d.inter_node)));
         m_info->setStyleSheet({});
     } catch (const InputError& e) {
         m_info->setText(QString::fromStdString(e.message()));

@@ -28,6 +28,9 @@ public:
     QString clusterSpec() const;
     void setNodes(int nodes);
     void setGpusPerNode(int gpus);
+    /** The line under the selector: the device, its links, and a link's measured efficiency where the file states
+        one. */
+    QString deviceInfo() const;
 
     void saveSettings(QSettings& settings) const;
     void restoreSettings(const QSettings& settings);
