@@ -265,6 +265,8 @@ int runPlan(const PlanOptions& o)
     std::cout << "Planning " << problem.graph->name << " (seq_len " << problem.graph->seq_len << ", global batch "
               << o.global_batch << ") on " << problem.cluster.nodes << " x " << problem.cluster.gpus_per_node << " "
               << problem.cluster.device.name << "\n";
+    if (const std::string measured = measuredLinksNote(problem.cluster); !measured.empty())
+        std::cout << "fabric : " << measured << " (the cluster file's link efficiency)\n";
     CliProgress progress;
     const PlanResult result = planOrReuse(problem, config, progress);
     const CostModel& model = *result.model;

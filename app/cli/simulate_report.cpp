@@ -171,7 +171,10 @@ void printEvaluation(const Evaluation& e, const CostModel& model, const Simulate
               << " tokens per step on " << c.worldSize() << " GPUs";
     if (c.worldSize() < cluster.worldSize())
         std::cout << " (of " << cluster.worldSize() << ")";
-    std::cout << ", " << cluster.device.display_name << "\n\n";
+    std::cout << ", " << cluster.device.display_name << "\n";
+    if (const std::string measured = measuredLinksNote(cluster); !measured.empty())
+        std::cout << "Fabric: " << measured << " (the cluster file's link efficiency)\n";
+    std::cout << "\n";
     if (!e.simulation) {
         std::cout << "Infeasible: " << e.reason << "\n";
         return;

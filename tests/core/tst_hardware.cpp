@@ -264,6 +264,8 @@ private Q_SLOTS:
         const Cluster measured = loadCluster(root + "/measured.json");
         QCOMPARE(measured.device.inter_node.efficiency, 0.295);
         QCOMPARE(measured.device.intra_node.efficiency, 0.0); // not stated: the cost model's default
+        QCOMPARE(measuredLinksNote(measured), std::string("inter-node links at a measured 29.5% of their line rate"));
+        QCOMPARE(measuredLinksNote(loadCluster("a100-80g")), std::string());
         QCOMPARE(toJson(measured)["device"]["inter_node"]["efficiency"].get<double>(), 0.295);
         QVERIFY(!toJson(measured)["device"]["intra_node"].contains("efficiency"));
         writeFile(root + "/measured-saved.json", toJson(measured).dump());

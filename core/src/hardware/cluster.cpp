@@ -519,6 +519,17 @@ std::uint64_t fnv1a64(std::string_view data)
 
 } // namespace
 
+std::string measuredLinksNote(const Cluster& cluster)
+{
+    std::vector<std::string> notes;
+    for (const auto& [name, link] :
+         {std::pair {"intra-node", &cluster.device.intra_node}, std::pair {"inter-node", &cluster.device.inter_node}})
+        if (link->efficiency > 0)
+            notes.push_back(
+                cat(name, " links at a measured ", fixed(100 * link->efficiency, 1), "% of their line rate"));
+    return join(notes, "; ");
+}
+
 std::string Cluster::fingerprint() const
 {
     // Everything the cost model reads, in a fixed order; bump "v1" when the meaning of a field changes.

@@ -80,4 +80,8 @@ Cluster clusterFromJson(const nlohmann::json& doc, std::string_view origin, cons
 
 nlohmann::json toJson(const Cluster& cluster);
 
+/** "inter-node links at a measured 29.5% of their line rate" for each link whose cluster states a measured
+    efficiency (Link::efficiency), joined by "; "; empty when none does. */
+std::string measuredLinksNote(const Cluster& cluster);
+
 } // namespace shardscape
