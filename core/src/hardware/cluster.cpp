@@ -26,9 +26,10 @@
 //     "notes": ["...", "..."]                    optional; a string or an array of strings: assumptions
 //   }
 // Links may carry their own "notes", and an "efficiency" (0 < x <= 1): the fraction of bandwidth_gb_s that NCCL
-// collectives were measured to reach on that fabric (nccl-tests busbw / line rate), which replaces the cost model's
-// default for the link. Every number must be finite and > 0 (peak_tflops entries >= 0). Unknown keys,
-// wrong types, missing required keys and absurd values are errors that name the file and the key.
+// collectives were measured to reach on that fabric, which replaces the cost model's default for the link. Across
+// nodes that is an all-reduce's nccl-tests busbw over the node's line rate (gpus_per_node x bandwidth_gb_s).
+// Every number must be finite and > 0 (peak_tflops entries >= 0). Unknown keys, wrong types, missing required keys
+// and absurd values are errors that name the file and the key.
 //
 // Cluster file format ("shardscape.cluster/1"), what --cluster FILE.json reads
 // ----------------------------------------------------------------------------

@@ -18,8 +18,9 @@ struct Link
     std::string kind; ///< "nvlink4", "infiniband-ndr", "pcie4", "xgmi", "roce" ...
     double bandwidth = 0; ///< bytes/s per GPU per direction (datasheet, before efficiency)
     double latency = 0; ///< seconds per message (alpha)
-    /** The fraction of `bandwidth` collectives were measured to reach on this fabric (nccl-tests bus bandwidth /
-        line rate); 0 = the cost model's default (CostParams::intra_node_efficiency / inter_node_efficiency). */
+    /** The fraction of `bandwidth` collectives were measured to reach on this fabric (across nodes: an all-reduce's
+        nccl-tests bus bandwidth over the node's line rate, gpus_per_node x bandwidth); 0 = the cost model's default
+        (CostParams::intra_node_efficiency / inter_node_efficiency). */
     double efficiency = 0;
 };
 
