@@ -495,6 +495,28 @@ private Q_SLOTS:
         QCOMPARE(int(planFromJson(doc, "alias.json").config.framework), int(Framework::MegatronCore));
     }
 
+    /** A plan made for a fabric measured below its line rate keeps that measurement, and re-simulates to the same
+        step time: the link efficiency travels in the plan's cluster. */
+    void planKeepsAMeasuredLinkEfficiency()
+    {
+        Cluster cluster = loadCluster("h100-sxm", 2, 8);
+        cluster.device.inter_node.efficiency = 0.3;
+        const CostModel model(graphOf("llama2-7b"), cluster);
+        ParallelConfig acrossNodes = sampleConfigs().at("dp8");
+        acrossNodes.dp = 16; // both nodes: the gradient sync crosses the measured links
+        acrossNodes.zero_stage = 1; // the optimizer states sharded, so that the 7B fits in 80 GB
+        const Evaluation e = evaluate(model, acrossNodes);
+        QVERIFY2(e.feasible, e.reason.c_str());
+        const LoadedPlan plan = planFromJson(planToJson(e, model, contextFor(acrossNodes)), "fabric.json");
+        QCOMPARE(plan.cluster.device.inter_node.efficiency, 0.3);
+        QCOMPARE(plan.cluster.fingerprint(), cluster.fingerprint());
+        const CostModel reloaded(graphOf("llama2-7b"), plan.cluster);
+        QVERIFY(evaluate(reloaded, plan.config).step_time == e.step_time);
+        // At the default efficiency the same plan is faster: the measurement is what priced it.
+        QVERIFY(evaluate(CostModel(graphOf("llama2-7b"), loadCluster("h100-sxm", 2, 8)), acrossNodes).step_time
+                < e.step_time);
+    }
+
     void infeasiblePlanRoundTrips()
     {
         const ParallelConfig config = sampleConfigs().at("dp8");
