@@ -368,9 +368,10 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
     // One stage-to-stage transfer of a tensor that every tensor-parallel rank holds whole. Where the framework
     // partitions it (FrameworkProfile::pipeline_p2p_partitioned), each rank sends its 1/tp slice and the receiver
     // gathers the slices over its tensor-parallel group before it can compute.
-    const GroupShape tpShape = groupShape(c, "tp");
+    const bool partitioned = framework.pipeline_p2p_partitioned && c.tp > 1 && c.pp > 1;
+    const GroupShape tpShape = partitioned ? groupShape(c, "tp") : GroupShape {}; // parsed only where it is used
     const auto stageTransfer = [&](double bytes) {
-        if (!framework.pipeline_p2p_partitioned || c.tp <= 1)
+        if (!partitioned)
             return m_source->p2pTime(bytes, ppInterNode);
         return m_source->p2pTime(bytes / c.tp, ppInterNode)
             + m_source->collectiveTime(Collective::AllGather, bytes, tpShape);

@@ -123,17 +123,14 @@ private:
     {
         return m_device.attention_efficiency > 0 ? m_device.attention_efficiency : m_params.attention_efficiency;
     }
-    /** A link's measured efficiency where its cluster states one (Link::efficiency), else the default. */
-    double intraBandwidth() const
+    /** What a link achieves: its measured efficiency where its cluster states one (Link::efficiency), else the
+        default. */
+    static double achieved(const Link& link, double defaultEfficiency)
     {
-        const double measured = m_device.intra_node.efficiency;
-        return m_device.intra_node.bandwidth * (measured > 0 ? measured : m_params.intra_node_efficiency);
+        return link.bandwidth * (link.efficiency > 0 ? link.efficiency : defaultEfficiency);
     }
-    double interBandwidth() const
-    {
-        const double measured = m_device.inter_node.efficiency;
-        return m_device.inter_node.bandwidth * (measured > 0 ? measured : m_params.inter_node_efficiency);
-    }
+    double intraBandwidth() const { return achieved(m_device.intra_node, m_params.intra_node_efficiency); }
+    double interBandwidth() const { return achieved(m_device.inter_node, m_params.inter_node_efficiency); }
 
     /** Ring collective over n ranks on one kind of link; all-reduce takes the better of ring and tree. */
     static double flat(Collective kind, double bytes, int n, double bandwidth, double latency)
