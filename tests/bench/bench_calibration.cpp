@@ -87,6 +87,7 @@ std::string shortSeries(const std::string& series)
         {"bloom_176b_production", "bloom"},
         {"opt_175b_production", "opt"},
         {"gpt_neox_20b_production", "neox"},
+        {"gpt_neox_lambda_2023", "neox-lambda"},
         {"torchtitan_docs_performance_2024_08", "tt-doc"},
         {"torchtitan_benchmark_h100_2024_12", "tt-h100"},
         {"mosaicml_llm_foundry_mpt_benchmarks", "mpt"},

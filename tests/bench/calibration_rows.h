@@ -230,15 +230,16 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
         r.note = "BLOOM: GELU 4h, LayerNorm, ALiBi (costed as rotary), tied embeddings, unfused attention, dropout 0.1";
         return r;
     }
-    if (series == "gpt_neox_20b_production") {
-        // configs/20B.yml: no-weight-tying, rotary, hidden/attention dropout 0, fused softmax (2022).
+    if (series == "gpt_neox_20b_production" || series == "gpt_neox_lambda_2023") {
+        // configs/20B.yml: no-weight-tying, rotary, hidden/attention dropout 0, fused softmax (2022). Lambda's 2023
+        // benchmark ran the same file at hidden 4096 on one node, with the same get_flops.
         r.tied = false;
         r.learned_positions = false;
         r.flash = false;
         r.dropout = 0;
         r.metric = Metric::TflopsNeox2021;
         r.framework = Framework::DeepSpeed; // GPT-NeoX trains through DeepSpeed's pipeline engine and ZeRO-1
-        r.note = "GPT-NeoX-20B: GELU 4h, LayerNorm, rotary, untied, unfused attention, no dropout; "
+        r.note = "GPT-NeoX 20B.yml: GELU 4h, LayerNorm, rotary, untied, unfused attention, no dropout; "
                  "parallel residual costed as sequential (same FLOPs)";
         return r;
     }
