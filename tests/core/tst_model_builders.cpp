@@ -132,6 +132,7 @@ private slots:
     void graphIsWellFormed();
     void llamaConventions();
     void gpt2Conventions();
+    void gptNeoxConventions();
     void mixtralConventions();
     void configVariants();
     void sequenceLength();
@@ -157,6 +158,7 @@ void TestModelBuilders::presetParams_data()
     QTest::newRow("mistral-7b") << "mistral-7b" << 7.24e9;
     QTest::newRow("qwen2-7b") << "qwen2-7b" << 7.62e9;
     QTest::newRow("mixtral-8x7b") << "mixtral-8x7b" << 4.67e10;
+    QTest::newRow("gpt-neox-20b") << "gpt-neox-20b" << 2.0556e10;
 }
 
 void TestModelBuilders::presetParams()
@@ -743,6 +745,41 @@ void TestModelBuilders::gpt2Conventions()
     QCOMPARE(fc.flops_fwd, 2 * tokens * 768 * 3072 + tokens * 3072);
     QCOMPARE(fc.flops_bwd_input, 2 * tokens * 768 * 3072);
     QCOMPARE(fc.flops_bwd_weight, 2 * tokens * 768 * 3072 + tokens * 3072);
+}
+
+void TestModelBuilders::gptNeoxConventions()
+{
+    // EleutherAI/gpt-neox-20b: its model card's 20,556,201,984 parameters are GPT-NeoX's get_total_params, which sums
+    // every model-parallel rank of the tp2 checkpoint and so counts twice what each rank keeps whole: two LayerNorms
+    // (4h) and the two row-parallel biases (2h) per block, and the final LayerNorm (2h): 44 * 6h + 2h = 1,634,304.
+    const ModelGraph g = buildPreset("gpt-neox-20b", 1, 128);
+    const double h = 6144;
+    QCOMPARE(g.paramCount(), 20'556'201'984.0 - (44 * 6 * h + 2 * h));
+    QVERIFY(g.load_notes.size() == 1 && g.load_notes.front().find("use_parallel_residual") != std::string::npos);
+
+    const TransformerShape t = *g.transformer;
+    QCOMPARE(t.family, std::string("gpt_neox"));
+    QCOMPARE(t.norm, std::string("layernorm"));
+    QVERIFY(!t.gated_mlp && !t.tied_embeddings && !t.learned_positions && t.flash_attention);
+    QCOMPARE(t.dropout, 0.0);
+    QCOMPARE(t.rope_theta, 10000.0); // rotary_emb_base
+
+    // One fused query_key_value GEMM, biases on all four linears, a GELU MLP of two matrices.
+    const std::string p = "gpt_neox.layers.7.";
+    QCOMPARE(opNamed(g, p + "attention.query_key_value").tp_role, TpRole::Column);
+    QCOMPARE(tensorNamed(g, p + "attention.query_key_value.out").shape, (std::vector<std::int64_t> {1, 128, 3 * 6144}));
+    for (const char* linear :
+         {"attention.query_key_value", "attention.dense", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"})
+        QVERIFY2(g.findTensor(p + linear + ".bias"), linear);
+    QCOMPARE(tensorNamed(g, p + "mlp.dense_h_to_4h.weight").shape, (std::vector<std::int64_t> {6144, 24576}));
+    QVERIFY(!g.findTensor(p + "mlp.gate_proj.weight"));
+    QVERIFY(g.findTensor("lm_head.weight")); // untied
+
+    // attention_bias false drops the attention's biases only (Pythia-style configs may set it).
+    json config = preset("gpt-neox-20b");
+    config["attention_bias"] = false;
+    const ModelGraph unbiased = buildFromHfConfig(config, {}, "neox");
+    QCOMPARE(unbiased.paramCount(), buildPreset("gpt-neox-20b").paramCount() - 44 * (3 * h + h));
 }
 
 void TestModelBuilders::mixtralConventions()

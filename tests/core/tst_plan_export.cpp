@@ -713,6 +713,28 @@ private Q_SLOTS:
         QVERIFY(imported.config.moe_shared_expert_overlap);
     }
 
+    void megatronExportOfGptNeoxKeepsItsBiases()
+    {
+        // GPT-NeoX has biases on every linear (Megatron's default), untied embeddings and rotary; its parallel
+        // residual has no Megatron-Core flag, which the export says rather than leaving out silently.
+        ParallelConfig config;
+        config.tp = 2;
+        config.pp = 4;
+        config.num_microbatches = 8;
+        config.zero_stage = 1;
+        config.recompute = RecomputeKind::Full;
+        config.framework = Framework::MegatronCore;
+        const auto c = makeCase("gpt-neox-20b", 8, config);
+        QVERIFY2(c->evaluation.feasible, c->evaluation.reason.c_str());
+        const ExportResult result = exportPlan(ExportTarget::Megatron, c->plan, *c->graph, c->plan.cluster, nullptr);
+        for (const char* flag :
+             {"--normalization LayerNorm", "--position-embedding-type rope", "--rotary-base 10000",
+              "--untie-embeddings-and-output-weights", "--ffn-hidden-size 24576", "parallel residual"})
+            QVERIFY2(result.text.find(flag) != std::string::npos, flag);
+        QVERIFY(result.text.find("--disable-bias-linear") == std::string::npos);
+        QVERIFY(result.text.find("--swiglu") == std::string::npos);
+    }
+
     void exportsNameTheFrameworkProfile_data()
     {
         QTest::addColumn<int>("target");

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Reads a Hugging Face config.json into a TransformerShape: GPT-2, the Llama family and the 2025-26 families
+// Reads a Hugging Face config.json into a TransformerShape: GPT-2, GPT-NeoX, the Llama family and the 2025-26 families
 // (Qwen2-MoE, Qwen3, Qwen3-MoE, DeepSeek-V2/V3, Gemma 2/3, Phi-3, Llama 4, gpt-oss). Field names and defaults follow
 // transformers' configuration_<model_type>.py of each; an unknown model_type with the standard decoder fields is
 // built from them, with a note naming what was assumed. This file picks the family and builds; hf_families.cpp
@@ -30,8 +30,9 @@ ModelGraph buildTransformerGraphWithBiases(const TransformerShape& shape, bool q
 
 namespace hf_detail {
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kArchitectures {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kArchitectures {{
     {"GPT2LMHeadModel", "gpt2"},
+    {"GPTNeoXForCausalLM", "gpt_neox"},
     {"LlamaForCausalLM", "llama"},
     {"MistralForCausalLM", "mistral"},
     {"MixtralForCausalLM", "mixtral"},
@@ -105,16 +106,18 @@ using namespace hf_detail;
 
 ParsedConfig parseFamily(const json& config, ConfigReader& r);
 
-/** RoPE's base: rope_theta, or transformers v5's rope_parameters.rope_theta; 0 when the config states none. */
+/** RoPE's base: rope_theta, transformers v5's rope_parameters.rope_theta, or GPT-NeoX's rotary_emb_base; 0 when the
+    config states none. */
 double ropeTheta(const json& config)
 {
     const json* source = &config;
     if (config.is_object() && config.contains("text_config") && config.at("text_config").is_object())
         source = &config.at("text_config");
     for (const json* where : {source, source->contains("rope_parameters") ? &source->at("rope_parameters") : nullptr})
-        if (where && where->is_object() && where->contains("rope_theta") && where->at("rope_theta").is_number()
-            && where->at("rope_theta").get<double>() > 0)
-            return where->at("rope_theta").get<double>();
+        for (const char* key : {"rope_theta", "rotary_emb_base"})
+            if (where && where->is_object() && where->contains(key) && where->at(key).is_number()
+                && where->at(key).get<double>() > 0)
+                return where->at(key).get<double>();
     return 0;
 }
 
@@ -148,6 +151,8 @@ ParsedConfig parseFamily(const json& config, ConfigReader& r)
     checkIgnoredFields(r);
     if (family == "gpt2")
         return parseGpt2(r);
+    if (family == "gpt_neox")
+        return parseGptNeox(r);
     if (family == "qwen3" || family == "qwen3_moe")
         return parseQwen3(r, family);
     if (family == "qwen2_moe")

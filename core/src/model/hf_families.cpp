@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // One parser per Hugging Face model family: field names and defaults as transformers' configuration_<model_type>.py
-// of each (GPT-2, the Llama family, Qwen2-MoE, Qwen3, DeepSeek-V2/V3, Gemma 2/3, Phi-3, Llama 4, gpt-oss), and the
-// standard decoder an unknown model_type is built from.
+// of each (GPT-2, GPT-NeoX, the Llama family, Qwen2-MoE, Qwen3, DeepSeek-V2/V3, Gemma 2/3, Phi-3, Llama 4, gpt-oss),
+// and the standard decoder an unknown model_type is built from.
 #include "hf_config_reader.h"
 
+#include <algorithm>
 #include <tuple>
 #include <utility>
 
@@ -69,6 +70,38 @@ void readDecoderSizes(const ConfigReader& r, TransformerShape& t, const std::str
     t.num_heads = r.required("num_attention_heads", kMaxHeads, "the number of query heads");
     t.vocab = r.required("vocab_size", kMaxVocab, "the vocabulary size");
     t.max_positions = r.required("max_position_embeddings", kMaxPositions, "the trained context length");
+}
+
+/**
+ * GPT-NeoX-20B and Pythia (configuration_gpt_neox.py, modeling_gpt_neox.py): two LayerNorms per block, one fused
+ * query_key_value projection, rotary on rotary_pct of each head, a two-matrix GELU MLP (dense_h_to_4h,
+ * dense_4h_to_h), biases on every linear (attention_bias, default true, for the attention's two; always for the
+ * MLP's), untied embeddings and no dropout by default.
+ */
+ParsedConfig parseGptNeox(const ConfigReader& r)
+{
+    ParsedConfig c;
+    TransformerShape& t = c.shape;
+    readDecoderSizes(r, t, "gpt_neox");
+    if (t.hidden % t.num_heads != 0)
+        r.fail(cat("'num_attention_heads' (", t.num_heads, ") does not divide 'hidden_size' (", t.hidden, ")"),
+               "GPT-NeoX heads are hidden_size / num_attention_heads wide");
+    t.head_dim = t.hidden / t.num_heads;
+    t.num_kv_heads = t.num_heads;
+    t.gated_mlp = false;
+    t.norm = "layernorm";
+    t.learned_positions = false;
+    t.tied_embeddings = r.flag("tie_word_embeddings", false);
+    t.dropout = std::max(r.probability("hidden_dropout", 0.0), r.probability("attention_dropout", 0.0));
+    readAttentionImplementation(r, t);
+    c.qkvBias = c.outBias = r.flag("attention_bias", true);
+    c.mlpBias = true;
+    r.expectNumber("rotary_pct");
+    r.expectNumber("rotary_emb_base");
+    if (r.flag("use_parallel_residual", true))
+        c.notes.push_back("use_parallel_residual: attention and MLP read the same input and are added to it together; "
+                          "costed as the sequential block, which has the same parameters, FLOPs and saved activations");
+    return c;
 }
 
 /** Llama, Mistral, Mixtral and Qwen2 share LlamaConfig's names. */

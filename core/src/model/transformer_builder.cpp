@@ -47,6 +47,27 @@ ModuleNames gpt2Names()
             "mlp.dropout"};
 }
 
+/** GPTNeoXForCausalLM's module names (GPT-NeoX-20B, Pythia). */
+ModuleNames gptNeoxNames()
+{
+    return {"gpt_neox.embed_in",
+            "gpt_neox.embed_positions",
+            "gpt_neox.embed_add",
+            "gpt_neox.emb_dropout",
+            "gpt_neox.layers",
+            "gpt_neox.final_layer_norm",
+            "input_layernorm",
+            "post_attention_layernorm",
+            "attention",
+            "query_key_value",
+            "dense",
+            "attention.resid_dropout",
+            "mlp",
+            "dense_h_to_4h",
+            "dense_4h_to_h",
+            "mlp.dropout"};
+}
+
 ModuleNames llamaNames(bool moe)
 {
     const std::string mlp = moe ? "block_sparse_moe" : "mlp";
@@ -122,7 +143,9 @@ TransformerBuilder::TransformerBuilder(const TransformerShape& shape, Biases bia
     : m_shape(shape)
     , m_biases(biases)
     , m_dtype(options.dtype)
-    , m_names(shape.family == "gpt2" ? gpt2Names() : llamaNames(shape.num_experts > 0 && shape.family == "mixtral"))
+    , m_names(shape.family == "gpt2"           ? gpt2Names()
+                  : shape.family == "gpt_neox" ? gptNeoxNames()
+                                               : llamaNames(shape.num_experts > 0 && shape.family == "mixtral"))
     , m_b(options.batch)
     , m_s(options.seq_len != 0 ? options.seq_len : std::min<std::int64_t>(shape.max_positions, 4096))
 {
@@ -404,10 +427,11 @@ ModelGraph detail::buildTransformerGraphWithBiases(const TransformerShape& shape
 
 ModelGraph buildTransformerGraph(const TransformerShape& shape, const BuildOptions& options, std::string name)
 {
-    // Without a config to say otherwise, each family's published biases: GPT-2 everywhere, Qwen2 on q/k/v.
-    const bool gpt2 = shape.family == "gpt2";
-    const bool qkv = gpt2 || shape.family == "qwen2";
-    return detail::buildTransformerGraphWithBiases(shape, qkv, gpt2, gpt2, options, std::move(name));
+    // Without a config to say otherwise, each family's published biases: GPT-2 and GPT-NeoX everywhere, Qwen2 on
+    // q/k/v.
+    const bool everywhere = shape.family == "gpt2" || shape.family == "gpt_neox";
+    const bool qkv = everywhere || shape.family == "qwen2";
+    return detail::buildTransformerGraphWithBiases(shape, qkv, everywhere, everywhere, options, std::move(name));
 }
 
 } // namespace shardscape

@@ -222,8 +222,13 @@ bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
     }
     if (!t.tied_embeddings)
         add(args, "--untie-embeddings-and-output-weights");
-    if (t.family != "gpt2" && t.family != "gpt_oss")
+    if (t.family != "gpt2" && t.family != "gpt_oss" && t.family != "gpt_neox")
         add(args, "--disable-bias-linear");
+    if (t.family == "gpt_neox")
+        context.note(
+            "GPT-NeoX's parallel residual has no Megatron-Core GPT option: the job trains the sequential block "
+            "(same parameters and FLOPs); add --rotary-percent with the config's rotary_pct (0.25 for "
+            "GPT-NeoX-20B and Pythia)");
     if (t.family == "qwen2" || t.family == "qwen2_moe")
         add(args, "--add-qkv-bias");
     if (t.qk_norm)
