@@ -63,7 +63,7 @@ int main(int argc, char** argv)
         const auto rows = calibration::loadRows(path);
         std::vector<double> errors;
         std::vector<residuals::Sample> samples;
-        int ran = 0, ranPredictedFit = 0, within10 = 0;
+        int ran = 0, ranPredictedFit = 0, within10 = 0, oom = 0, oomPredicted = 0;
         std::vector<std::string> skipped;
         if (markdown)
             std::printf("| id | framework | config | measured | measured GiB | predicted GiB | error | fits? |\n"
@@ -83,6 +83,9 @@ int main(int argc, char** argv)
                 within10 += std::abs(p.relative_error) <= 0.10 ? 1 : 0;
                 samples.push_back(
                     {std::string(frameworkName(pc.c.config.framework)), pc.measured_bytes / p.predicted_bytes - 1});
+            } else {
+                ++oom;
+                oomPredicted += p.predicted_fit ? 0 : 1;
             }
             const std::string config = pc.c.config.describe();
             if (markdown)
@@ -117,6 +120,7 @@ int main(int argc, char** argv)
                     errors.empty() ? 0.0 : 100 * *std::max_element(errors.begin(), errors.end()), within10,
                     errors.size());
         std::printf("runs that ran predicted to fit: %d of %d\n", ranPredictedFit, ran);
+        std::printf("runs that ran out of memory predicted OOM: %d of %d\n", oomPredicted, oom);
         std::printf("80%% residual band coverage: in-sample %.0f%%, leave-one-out %.0f%%\n", 100 * inSample, 100 * loo);
         for (const auto& s : skipped)
             std::printf("skipped %s\n", s.c_str());

@@ -145,8 +145,16 @@ inline PeakCase makePeakCase(const nlohmann::json& row)
         if (flag.is_string() && contains(toLower(flag.get<std::string>()), "no flash attention"))
             t.flash_attention = false;
     t.dropout = llama ? 0.0 : 0.1; // Megatron's GPT defaults: hidden and attention dropout 0.1
-    if (!llama)
+    // A GPT-style model that states where it differs (GPT-NeoX: untied, rotary, no dropout, one fused QKV GEMM).
+    const bool stated = model.contains("tied_embeddings") || model.contains("learned_positions")
+                        || model.contains("dropout") || model.contains("family");
+    if (!llama && !stated)
         out.assumptions.push_back("GPT: LayerNorm, learned positions, tied embeddings, dropout 0.1 (Megatron default)");
+    if (model.contains("family") && model["family"].is_string())
+        t.family = model["family"].get<std::string>();
+    t.tied_embeddings = model.value("tied_embeddings", t.tied_embeddings);
+    t.learned_positions = model.value("learned_positions", t.learned_positions);
+    t.dropout = model.value("dropout", t.dropout);
 
     const auto seq = optInt(batch, "seq_length");
     const auto mb = optInt(batch, "micro_batch_size");
