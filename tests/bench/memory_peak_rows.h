@@ -147,7 +147,7 @@ inline PeakCase makePeakCase(const nlohmann::json& row)
     t.dropout = llama ? 0.0 : 0.1; // Megatron's GPT defaults: hidden and attention dropout 0.1
     // A GPT-style model that states where it differs (GPT-NeoX: untied, rotary, no dropout, one fused QKV GEMM).
     const bool stated = model.contains("tied_embeddings") || model.contains("learned_positions")
-                        || model.contains("dropout") || model.contains("family");
+        || model.contains("dropout") || model.contains("family");
     if (!llama && !stated)
         out.assumptions.push_back("GPT: LayerNorm, learned positions, tied embeddings, dropout 0.1 (Megatron default)");
     if (model.contains("family") && model["family"].is_string())
