@@ -735,6 +735,31 @@ private Q_SLOTS:
         QVERIFY(result.text.find("--swiglu") == std::string::npos);
     }
 
+    void torchtitanRefusesArchitecturesItHasNoModelFor()
+    {
+        // A GPT-NeoX plan as torchtitan would run it (FSDP2) still has no torchtitan model to run: the export is
+        // refused with the cause rather than written with an import of a torchtitan.models package that does not
+        // exist. Megatron and DeepSpeed take the same plan.
+        ParallelConfig config;
+        config.tp = 2;
+        config.dp = 4;
+        config.num_microbatches = 2;
+        config.zero_stage = 3;
+        const auto c = makeCase("gpt-neox-20b", 1, config, 2048);
+        for (const std::string version : {"main", "v0.2"}) {
+            ExportOptions options;
+            options.framework_version = version;
+            const std::string error = test::inputErrorOf(
+                [&] { exportPlan(ExportTarget::Torchtitan, c->plan, *c->graph, c->plan.cluster, nullptr, options); });
+            QVERIFY2(error.find(
+                         cat("cannot export this plan for torchtitan: torchtitan ", version, " has no gpt_neox model"))
+                         != std::string::npos,
+                     error.c_str());
+            QVERIFY2(error.find("--format megatron or --format deepspeed") != std::string::npos, error.c_str());
+        }
+        QVERIFY(!exportPlan(ExportTarget::DeepSpeed, c->plan, *c->graph, c->plan.cluster).text.empty());
+    }
+
     void exportsNameTheFrameworkProfile_data()
     {
         QTest::addColumn<int>("target");

@@ -507,6 +507,52 @@ private Q_SLOTS:
         QVERIFY(selectedConfigLine(g.top.front()).find("framework") == std::string::npos);
     }
 
+    void frameworkWithoutTheModelIsRefused()
+    {
+        // torchtitan trains only the architectures of torchtitan/models/: a GPT-NeoX plan for it is refused before
+        // the search, and a configuration simulated for it is infeasible with the same cause.
+        const Problem problem = problemFor("gpt-neox-20b", 2, 64, 2048);
+        QuietProgress progress;
+        PlannerConfig config;
+        config.framework = Framework::Torchtitan;
+        const std::string error = test::inputErrorOf([&] { plan(problem, config, progress); });
+        QVERIFY2(error.find("torchtitan has no gpt_neox model") != std::string::npos, error.c_str());
+        QVERIFY2(error.find("megatron-core or deepspeed") != std::string::npos, error.c_str());
+        for (const Framework other : {Framework::MegatronCore, Framework::DeepSpeed, Framework::Generic}) {
+            config.framework = other;
+            QVERIFY(!plan(problem, config, progress).top.empty());
+        }
+
+        const CostModel model(problem.graph, problem.cluster, CostParams {});
+        ParallelConfig c;
+        c.tp = 2;
+        c.dp = 8;
+        c.zero_stage = 3;
+        c.num_microbatches = 8;
+        c.framework = Framework::Torchtitan;
+        Workload w;
+        w.global_batch = 64;
+        w.seq_len = 2048;
+        const Evaluation e = model.evaluate(c, w);
+        QVERIFY(!e.feasible);
+        QVERIFY2(e.reason.find("torchtitan has no gpt_neox model") != std::string::npos, e.reason.c_str());
+
+        // Release by release: llama4 is a torchtitan v0.2 model that main no longer has; the Llama 3 family runs
+        // on both.
+        TransformerShape llama4;
+        llama4.family = "llama4";
+        QVERIFY(frameworkModelRestriction(Framework::Torchtitan, "v0.2", &llama4).empty());
+        QVERIFY(frameworkModelRestriction(Framework::Torchtitan, "", &llama4).empty());
+        QVERIFY(frameworkModelRestriction(Framework::Torchtitan, "main", &llama4).find("main has no llama4")
+                != std::string::npos);
+        TransformerShape llama;
+        llama.family = "llama";
+        for (const char* release : {"", "main", "v0.2"})
+            QVERIFY(frameworkModelRestriction(Framework::Torchtitan, release, &llama).empty());
+        QVERIFY(frameworkModelRestriction(Framework::Torchtitan, "main", nullptr).empty()); // not a known transformer
+        QVERIFY(frameworkModelRestriction(Framework::MegatronCore, "", &llama4).empty());
+    }
+
     void nothingFitsNamesTheFramework()
     {
         const Problem problem = problemFor("llama3-405b", 1, 8, 4096);

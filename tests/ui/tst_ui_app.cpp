@@ -143,6 +143,7 @@ private slots:
     void exportForFrameworks();
     void openModelFileAndDrop();
     void settingsPersist();
+    void frameworkWithoutTheModelSaysSo();
     void sessionSurvivesACrash();
     void plannerPanelLocksReachThePlanner();
     void clusterPanelNamesAMeasuredFabric();
@@ -965,6 +966,25 @@ void TestUiApp::settingsPersist()
     QCOMPARE(int(request.config.framework), int(Framework::Torchtitan));
     request.config.validate(); // the panel never pins what the framework cannot run
     QSettings().clear();
+}
+
+void TestUiApp::frameworkWithoutTheModelSaysSo()
+{
+    // Planning GPT-NeoX for torchtitan, which has no such model: a message box names the cause and the way out.
+    MainWindowOptions options;
+    options.use_settings = false;
+    options.plan_on_start = false;
+    MainWindow window(options);
+    QSignalSpy errors(&window, &MainWindow::errorShown);
+    window.modelPanel()->setModelSpec(QStringLiteral("gpt-neox-20b"));
+    window.clusterPanel()->setNodes(2);
+    window.plannerPanel()->setFramework(Framework::Torchtitan);
+    window.plan();
+    QTRY_VERIFY_WITH_TIMEOUT(!errors.isEmpty(), kPlanTimeoutMs);
+    const QString message = errors.last().at(0).toString();
+    QVERIFY2(message.contains(QStringLiteral("torchtitan has no gpt_neox model"))
+                 && message.contains(QStringLiteral("megatron-core or deepspeed")),
+             qPrintable(message));
 }
 
 void TestUiApp::sessionSurvivesACrash()

@@ -152,7 +152,14 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     }
     if (m_cluster.device.peak(m_graph->dtype) <= 0)
         return cat(m_cluster.device.name, " has no ", dtypeName(m_graph->dtype), " tensor-core rate");
-    return frameworkRestriction(frameworkOf(c), c);
+    const FrameworkProfile& framework = frameworkOf(c);
+    if (std::string problem = frameworkRestriction(framework, c); !problem.empty())
+        return problem;
+    const TransformerShape* shape = m_graph->transformer ? &*m_graph->transformer : nullptr;
+    if (const std::string cause = frameworkModelRestriction(framework.framework, c.framework_version, shape);
+        !cause.empty())
+        return cat(cause, ": ", kModelRestrictionWayOut);
+    return {};
 }
 
 } // namespace shardscape

@@ -4,6 +4,7 @@
 #include "shardscape/cost/framework_profile.h"
 
 #include "shardscape/cost/parallel_config.h"
+#include "shardscape/model/model_graph.h"
 #include "shardscape/support/strings.h"
 #include "shardscape/support/units.h"
 
@@ -507,7 +508,23 @@ std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig
     if (p.framework == Framework::Torchtitan && c.tp_comm_overlap && c.eager_kernels)
         return "torchtitan's async TP needs torch.compile: turn eager kernels off or TP overlap off";
     return releaseRestriction(p, c);
-    return {};
+}
+
+std::string frameworkModelRestriction(Framework framework, std::string_view version, const TransformerShape* shape)
+{
+    if (framework != Framework::Torchtitan || !shape)
+        return {};
+    // The model packages of torchtitan/models/ and the architectures each builds: llama3 (Llama 2/3, and Mistral
+    // without a sliding window), qwen3 (dense and MoE), deepseek_v3, gpt_oss; llama4 at v0.2.2 only (gone on main).
+    const std::string release = version.empty() ? "" : resolveFrameworkVersion(framework, version).value_or("");
+    const std::string& family = shape->family;
+    const bool llama4 = family == "llama4" && (release.empty() || release == "v0.2");
+    if (family == "llama" || family == "mistral" || family == "qwen3" || family == "qwen3_moe"
+        || family == "deepseek_v3" || family == "gpt_oss" || llama4)
+        return {};
+    return cat("torchtitan", release.empty() ? "" : cat(" ", release), " has no ", family,
+               " model (torchtitan/models/ builds llama3, qwen3, deepseek_v3 and gpt_oss",
+               release == "main" ? "" : ", and llama4 at v0.2", ")");
 }
 
 } // namespace shardscape

@@ -235,4 +235,15 @@ struct ParallelConfig;
 /** Why `framework` cannot run `config` (empty when it can): the search uses it to skip such candidates. */
 std::string frameworkRestriction(const FrameworkProfile& profile, const ParallelConfig& config);
 
+struct TransformerShape;
+/**
+ * Why `framework` (at release `version`, "" = any it is written for) has no model for the architecture `shape`
+ * (empty when it has one, and for graphs that are not a known transformer). torchtitan trains only the models in
+ * its torchtitan/models/; a plan for another architecture could not be exported to it. The cause only: callers add
+ * the way out that fits them (kModelRestrictionWayOut for a plan).
+ */
+std::string frameworkModelRestriction(Framework framework, std::string_view version, const TransformerShape* shape);
+inline constexpr std::string_view kModelRestrictionWayOut
+    = "plan for megatron-core or deepspeed, or --framework generic";
+
 } // namespace shardscape
