@@ -74,9 +74,9 @@ void readDecoderSizes(const ConfigReader& r, TransformerShape& t, const std::str
 
 /**
  * GPT-NeoX-20B and Pythia (configuration_gpt_neox.py, modeling_gpt_neox.py): two LayerNorms per block, one fused
- * query_key_value projection, rotary on rotary_pct of each head, a two-matrix GELU MLP (dense_h_to_4h,
- * dense_4h_to_h), biases on every linear (attention_bias, default true, for the attention's two; always for the
- * MLP's), untied embeddings and no dropout by default.
+ * query_key_value projection, a two-matrix GELU MLP (dense_h_to_4h, dense_4h_to_h), biases on every linear
+ * (attention_bias, default true, for the attention's two; always for the MLP's), untied embeddings and no dropout
+ * by default. Rotary covers rotary_pct of each head; it is costed over the whole head, an elementwise pass either way.
  */
 ParsedConfig parseGptNeox(const ConfigReader& r)
 {
