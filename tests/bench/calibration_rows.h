@@ -157,6 +157,7 @@ struct SeriesRules
     bool learned_positions = false;
     bool flash = true;
     double dropout = 0;
+    bool embedding_norm = false; ///< a LayerNorm after the token embedding (TransformerShape::embedding_norm)
     Metric metric = Metric::TflopsMegatron4Pass;
     int default_zero = 0;
     bool sp_with_tp = false; ///< sequence parallelism whenever tp > 1 (when the row leaves it null)
@@ -224,10 +225,13 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
         r.learned_positions = false;
         r.flash = false;
         r.dropout = 0.1;
+        // --embed-layernorm: VocabParallelEmbedding's LayerNorm on the first stage (megatron/mpu/layers.py).
+        r.embedding_norm = true;
         r.metric = series == "bloom_176b_production" ? Metric::TflopsMegatron4Pass : Metric::SecondsPerIteration;
         r.deepspeed_stage0_bf16_optimizer = true; // tr11-176B-ml.slurm: ZERO_STAGE=0, "bf16 must use z0"
         r.framework = Framework::DeepSpeed; // Megatron-DeepSpeed: DeepSpeed's pipeline engine and ZeRO-1 optimizer
-        r.note = "BLOOM: GELU 4h, LayerNorm, ALiBi (costed as rotary), tied embeddings, unfused attention, dropout 0.1";
+        r.note = "BLOOM: GELU 4h, LayerNorm, embedding LayerNorm, ALiBi (costed as rotary), tied embeddings, unfused "
+                 "attention, dropout 0.1";
         return r;
     }
     if (series == "gpt_neox_20b_production" || series == "gpt_neox_lambda_2023") {
@@ -425,6 +429,7 @@ inline Case makeCase(const nlohmann::json& row)
     t.learned_positions = rules->learned_positions;
     t.flash_attention = rules->flash;
     t.dropout = rules->dropout;
+    t.embedding_norm = rules->embedding_norm;
     const std::string precision = toLower(text(row, "precision"));
     c.dtype = contains(precision, "fp16") && !contains(precision, "bf16") ? DType::F16 : DType::BF16;
 

@@ -155,6 +155,7 @@ inline PeakCase makePeakCase(const nlohmann::json& row)
     t.tied_embeddings = model.value("tied_embeddings", t.tied_embeddings);
     t.learned_positions = model.value("learned_positions", t.learned_positions);
     t.dropout = model.value("dropout", t.dropout);
+    t.embedding_norm = model.value("embedding_norm", false);
 
     const auto seq = optInt(batch, "seq_length");
     const auto mb = optInt(batch, "micro_batch_size");

@@ -133,6 +133,7 @@ private slots:
     void llamaConventions();
     void gpt2Conventions();
     void gptNeoxConventions();
+    void embeddingNormSavesItsInput();
     void mixtralConventions();
     void configVariants();
     void sequenceLength();
@@ -780,6 +781,31 @@ void TestModelBuilders::gptNeoxConventions()
     config["attention_bias"] = false;
     const ModelGraph unbiased = buildFromHfConfig(config, {}, "neox");
     QCOMPARE(unbiased.paramCount(), buildPreset("gpt-neox-20b").paramCount() - 44 * (3 * h + h));
+}
+
+void TestModelBuilders::embeddingNormSavesItsInput()
+{
+    // BLOOM's word_embeddings_layernorm (Megatron-DeepSpeed --embed-layernorm): one LayerNorm of 2h parameters after
+    // the token embedding, which keeps its b x s x h input for the backward; it survives a native JSON round trip.
+    TransformerShape t = parseHfConfig(preset("gpt2"), "gpt2");
+    BuildOptions options;
+    options.batch = 2;
+    options.seq_len = 128;
+    const ModelGraph plain = buildTransformerGraph(t, options, "plain");
+    t.embedding_norm = true;
+    const ModelGraph normed = buildTransformerGraph(t, options, "normed");
+    QCOMPARE(normed.paramCount() - plain.paramCount(), 2.0 * 768);
+    const Op& norm = opNamed(normed, "transformer.wte_layernorm");
+    QCOMPARE(norm.kind, OpKind::Norm);
+    QCOMPARE(norm.inputs.front(), *normed.findTensor("transformer.embed_add.out")); // after the position add
+    bool savesInput = false;
+    for (const TensorId id : norm.saved)
+        savesInput = savesInput
+            || (id == norm.inputs.front() && normed.tensor(id).shape == std::vector<std::int64_t> {2, 128, 768});
+    QVERIFY(savesInput);
+    const ModelGraph loaded = loadNativeGraph(nlohmann::json::parse(toNativeJson(normed).dump()), "normed.json");
+    QVERIFY(loaded.transformer && loaded.transformer->embedding_norm);
+    QCOMPARE(loaded.paramCount(), normed.paramCount());
 }
 
 void TestModelBuilders::mixtralConventions()

@@ -62,6 +62,7 @@ nlohmann::json transformerToJson(const TransformerShape& t)
     put("shared_expert_ffn", t.shared_expert_ffn, plain.shared_expert_ffn);
     put("shared_expert_gate", t.shared_expert_gate, plain.shared_expert_gate);
     put("qk_norm", t.qk_norm, plain.qk_norm);
+    put("embedding_norm", t.embedding_norm, plain.embedding_norm);
     put("sandwich_norms", t.sandwich_norms, plain.sandwich_norms);
     put("q_lora_rank", t.q_lora_rank, plain.q_lora_rank);
     put("kv_lora_rank", t.kv_lora_rank, plain.kv_lora_rank);
@@ -102,6 +103,7 @@ TransformerShape transformerFromJson(const nlohmann::json& doc, const std::strin
     t.shared_expert_ffn = f.optInteger("shared_expert_ffn", 0, 100'000'000).value_or(0);
     t.shared_expert_gate = f.boolean("shared_expert_gate", false);
     t.qk_norm = f.boolean("qk_norm", false);
+    t.embedding_norm = f.boolean("embedding_norm", false);
     t.sandwich_norms = f.boolean("sandwich_norms", false);
     t.q_lora_rank = f.optInteger("q_lora_rank", 0, 1'000'000).value_or(0);
     t.kv_lora_rank = f.optInteger("kv_lora_rank", 0, 1'000'000).value_or(0);

@@ -339,6 +339,10 @@ TensorId TransformerBuilder::embeddings(TensorId ids)
     commit(std::move(op));
     if (m_shape.learned_positions)
         x = addPositions(x, rowBytes);
+    // Megatron-DeepSpeed's VocabParallelEmbedding normalises its output before the embedding dropout
+    // (megatron/mpu/layers.py, --embed-layernorm); the norm saves its input for the backward.
+    if (m_shape.embedding_norm)
+        x = norm(m_names.embed + "_layernorm", x);
     if (m_shape.dropout > 0)
         x = dropout(m_names.embedDropout, m_names.embedDropout, x, TpRole::Replicated, false);
     return x;

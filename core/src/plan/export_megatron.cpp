@@ -250,6 +250,9 @@ bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
     if (t.sandwich_norms)
         context.note("Gemma's post-attention and post-MLP norms have no Megatron-LM flag: the export trains "
                      "pre-norm blocks");
+    if (t.embedding_norm)
+        context.note("the model's norm after the token embedding (BLOOM's word_embeddings_layernorm) has no "
+                     "Megatron-LM flag: the export trains without it (Megatron-DeepSpeed's --embed-layernorm has it)");
     add(args, "--attention-dropout", fixed(t.dropout, 2));
     add(args, "--hidden-dropout", fixed(t.dropout, 2));
     if (t.num_experts > 0) {

@@ -100,6 +100,9 @@ struct TransformerShape
 
     // --- attention variants --------------------------------------------------------------------------------
     bool qk_norm = false; ///< RMSNorm over each head of q and k (Qwen3, Gemma 3)
+    /** A norm right after the token embedding, before the first block (BLOOM's word_embeddings_layernorm;
+        Megatron-DeepSpeed's --embed-layernorm, which runs it on the first pipeline stage). */
+    bool embedding_norm = false;
     bool sandwich_norms = false; ///< Gemma 2/3: norms after attention and MLP too (four per block)
     /** Multi-head latent attention (DeepSeek-V2/V3) when kv_lora_rank > 0: q (optionally through a q_lora_rank
         down/up projection) and a compressed kv_lora_rank latent plus a shared rope key. */
