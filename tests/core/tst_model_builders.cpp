@@ -133,6 +133,7 @@ private slots:
     void llamaConventions();
     void gpt2Conventions();
     void gptNeoxConventions();
+    void bloomConventions();
     void embeddingNormSavesItsInput();
     void mixtralConventions();
     void configVariants();
@@ -160,6 +161,7 @@ void TestModelBuilders::presetParams_data()
     QTest::newRow("qwen2-7b") << "qwen2-7b" << 7.62e9;
     QTest::newRow("mixtral-8x7b") << "mixtral-8x7b" << 4.67e10;
     QTest::newRow("gpt-neox-20b") << "gpt-neox-20b" << 2.0556e10;
+    QTest::newRow("bloom-176b") << "bloom-176b" << 1.7625e11;
 }
 
 void TestModelBuilders::presetParams()
@@ -781,6 +783,30 @@ void TestModelBuilders::gptNeoxConventions()
     config["attention_bias"] = false;
     const ModelGraph unbiased = buildFromHfConfig(config, {}, "neox");
     QCOMPARE(unbiased.paramCount(), buildPreset("gpt-neox-20b").paramCount() - 44 * (3 * h + h));
+}
+
+void TestModelBuilders::bloomConventions()
+{
+    // bigscience/bloom: its model card's 176,247,271,424 parameters, exactly: 70 blocks of 12h^2 + 13h, the tied
+    // 250,880 x h table, and two LayerNorms outside the blocks (after the embedding, and ln_f).
+    const ModelGraph g = buildPreset("bloom-176b", 1, 128);
+    QCOMPARE(g.paramCount(), 176'247'271'424.0);
+    const TransformerShape& t = *g.transformer;
+    QCOMPARE(t.family, std::string("bloom"));
+    QVERIFY(t.embedding_norm && t.tied_embeddings && !t.learned_positions && !t.gated_mlp);
+    QCOMPARE(t.ffn_hidden, 4 * 14336);
+    QCOMPARE(t.max_positions, 2048); // ALiBi states no trained length: BLOOM's 2,048
+    QCOMPARE(opNamed(g, "transformer.word_embeddings_layernorm").kind, OpKind::Norm);
+    QVERIFY(g.findTensor("transformer.h.5.self_attention.query_key_value.bias"));
+    QVERIFY(!g.findTensor("lm_head.weight")); // tied
+    QVERIFY(g.load_notes.size() == 1 && g.load_notes.front().find("ALiBi") != std::string::npos);
+    // The generic names BloomConfig's attribute_map also accepts.
+    json config = preset("bloom-176b");
+    config.erase("n_embed");
+    config.erase("n_layer");
+    config["hidden_size"] = 14336;
+    config["num_hidden_layers"] = 70;
+    QCOMPARE(buildFromHfConfig(config, {}, "bloom").paramCount(), 176'247'271'424.0);
 }
 
 void TestModelBuilders::embeddingNormSavesItsInput()

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Reads a Hugging Face config.json into a TransformerShape: GPT-2, GPT-NeoX, the Llama family and the 2025-26 families
-// (Qwen2-MoE, Qwen3, Qwen3-MoE, DeepSeek-V2/V3, Gemma 2/3, Phi-3, Llama 4, gpt-oss). Field names and defaults follow
-// transformers' configuration_<model_type>.py of each; an unknown model_type with the standard decoder fields is
-// built from them, with a note naming what was assumed. This file picks the family and builds; hf_families.cpp
+// Reads a Hugging Face config.json into a TransformerShape: GPT-2, GPT-NeoX, BLOOM, the Llama family and the 2025-26
+// families (Qwen2-MoE, Qwen3, Qwen3-MoE, DeepSeek-V2/V3, Gemma 2/3, Phi-3, Llama 4, gpt-oss). Field names and defaults
+// follow transformers' configuration_<model_type>.py of each; an unknown model_type with the standard decoder fields
+// is built from them, with a note naming what was assumed. This file picks the family and builds; hf_families.cpp
 // holds the parsers.
 #include "shardscape/model/hf_config.h"
 
@@ -30,9 +30,10 @@ ModelGraph buildTransformerGraphWithBiases(const TransformerShape& shape, bool q
 
 namespace hf_detail {
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kArchitectures {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 19> kArchitectures {{
     {"GPT2LMHeadModel", "gpt2"},
     {"GPTNeoXForCausalLM", "gpt_neox"},
+    {"BloomForCausalLM", "bloom"},
     {"LlamaForCausalLM", "llama"},
     {"MistralForCausalLM", "mistral"},
     {"MixtralForCausalLM", "mixtral"},
@@ -153,6 +154,8 @@ ParsedConfig parseFamily(const json& config, ConfigReader& r)
         return parseGpt2(r);
     if (family == "gpt_neox")
         return parseGptNeox(r);
+    if (family == "bloom")
+        return parseBloom(r);
     if (family == "qwen3" || family == "qwen3_moe")
         return parseQwen3(r, family);
     if (family == "qwen2_moe")

@@ -199,6 +199,9 @@ ParsedConfig parseGpt2(const ConfigReader& r);
 /** GPT-NeoX and Pythia (model_type gpt_neox). */
 ParsedConfig parseGptNeox(const ConfigReader& r);
 
+/** BLOOM (model_type bloom). */
+ParsedConfig parseBloom(const ConfigReader& r);
+
 /** Llama, Mistral, Mixtral and Qwen2 share LlamaConfig's names. */
 ParsedConfig parseLlamaFamily(const ConfigReader& r, const std::string& family);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // One parser per Hugging Face model family: field names and defaults as transformers' configuration_<model_type>.py
-// of each (GPT-2, GPT-NeoX, the Llama family, Qwen2-MoE, Qwen3, DeepSeek-V2/V3, Gemma 2/3, Phi-3, Llama 4, gpt-oss),
-// and the standard decoder an unknown model_type is built from.
+// of each (GPT-2, GPT-NeoX, BLOOM, the Llama family, Qwen2-MoE, Qwen3, DeepSeek-V2/V3, Gemma 2/3, Phi-3, Llama 4,
+// gpt-oss), and the standard decoder an unknown model_type is built from.
 #include "hf_config_reader.h"
 
 #include <algorithm>
@@ -101,6 +101,42 @@ ParsedConfig parseGptNeox(const ConfigReader& r)
     if (r.flag("use_parallel_residual", true))
         c.notes.push_back("use_parallel_residual: attention and MLP read the same input and are added to it together; "
                           "costed as the sequential block, which has the same parameters, FLOPs and saved activations");
+    return c;
+}
+
+/**
+ * BLOOM (configuration_bloom.py, modeling_bloom.py): a LayerNorm after the word embedding
+ * (word_embeddings_layernorm), two LayerNorms per block, one fused query_key_value projection and a 4h GELU MLP,
+ * biases on every linear, tied embeddings, ALiBi. The config names its sizes n_embed / n_layer / n_head or the
+ * generic hidden_size / num_hidden_layers / num_attention_heads (attribute_map). ALiBi has no position table and no
+ * trained length in the config: seq_length where it is given, else BLOOM's 2,048.
+ */
+ParsedConfig parseBloom(const ConfigReader& r)
+{
+    ParsedConfig c;
+    TransformerShape& t = c.shape;
+    t.family = "bloom";
+    t.hidden = r.required("n_embed", "hidden_size", kMaxHidden, "the model width");
+    t.num_layers = r.required("n_layer", "num_hidden_layers", kMaxLayers, "the number of blocks");
+    t.num_heads = r.required("n_head", "num_attention_heads", kMaxHeads, "the number of attention heads");
+    t.vocab = r.required("vocab_size", kMaxVocab, "the vocabulary size");
+    if (t.hidden % t.num_heads != 0)
+        r.fail(cat("the head count (", t.num_heads, ") does not divide the width (", t.hidden, ")"),
+               "BLOOM heads are hidden_size / n_head wide");
+    t.head_dim = t.hidden / t.num_heads;
+    t.num_kv_heads = t.num_heads;
+    t.ffn_hidden = r.optional("n_inner", kMaxFfn).value_or(4 * t.hidden);
+    t.max_positions = r.optional("seq_length", kMaxPositions).value_or(2048);
+    t.gated_mlp = false;
+    t.norm = "layernorm";
+    t.embedding_norm = true;
+    t.learned_positions = false;
+    t.tied_embeddings = r.flag("tie_word_embeddings", true);
+    t.dropout = std::max(r.probability("hidden_dropout", 0.0), r.probability("attention_dropout", 0.0));
+    readAttentionImplementation(r, t);
+    c.qkvBias = c.outBias = c.mlpBias = true;
+    c.notes.push_back("ALiBi adds a per-head bias to the attention scores inside the softmax; costed as a rotary "
+                      "pass, an elementwise op either way");
     return c;
 }
 

@@ -68,6 +68,27 @@ ModuleNames gptNeoxNames()
             "mlp.dropout"};
 }
 
+/** BloomForCausalLM's module names. */
+ModuleNames bloomNames()
+{
+    return {"transformer.word_embeddings",
+            "transformer.embed_positions",
+            "transformer.embed_add",
+            "transformer.embed_dropout",
+            "transformer.h",
+            "transformer.ln_f",
+            "input_layernorm",
+            "post_attention_layernorm",
+            "self_attention",
+            "query_key_value",
+            "dense",
+            "self_attention.resid_dropout",
+            "mlp",
+            "dense_h_to_4h",
+            "dense_4h_to_h",
+            "mlp.dropout"};
+}
+
 ModuleNames llamaNames(bool moe)
 {
     const std::string mlp = moe ? "block_sparse_moe" : "mlp";
@@ -145,6 +166,7 @@ TransformerBuilder::TransformerBuilder(const TransformerShape& shape, Biases bia
     , m_dtype(options.dtype)
     , m_names(shape.family == "gpt2"           ? gpt2Names()
                   : shape.family == "gpt_neox" ? gptNeoxNames()
+                  : shape.family == "bloom"    ? bloomNames()
                                                : llamaNames(shape.num_experts > 0 && shape.family == "mixtral"))
     , m_b(options.batch)
     , m_s(options.seq_len != 0 ? options.seq_len : std::min<std::int64_t>(shape.max_positions, 4096))
@@ -431,9 +453,9 @@ ModelGraph detail::buildTransformerGraphWithBiases(const TransformerShape& shape
 
 ModelGraph buildTransformerGraph(const TransformerShape& shape, const BuildOptions& options, std::string name)
 {
-    // Without a config to say otherwise, each family's published biases: GPT-2 and GPT-NeoX everywhere, Qwen2 on
-    // q/k/v.
-    const bool everywhere = shape.family == "gpt2" || shape.family == "gpt_neox";
+    // Without a config to say otherwise, each family's published biases: GPT-2, GPT-NeoX and BLOOM everywhere, Qwen2
+    // on q/k/v.
+    const bool everywhere = shape.family == "gpt2" || shape.family == "gpt_neox" || shape.family == "bloom";
     const bool qkv = everywhere || shape.family == "qwen2";
     return detail::buildTransformerGraphWithBiases(shape, qkv, everywhere, everywhere, options, std::move(name));
 }

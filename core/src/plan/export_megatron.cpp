@@ -222,8 +222,12 @@ bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
     }
     if (!t.tied_embeddings)
         add(args, "--untie-embeddings-and-output-weights");
-    if (t.family != "gpt2" && t.family != "gpt_oss" && t.family != "gpt_neox")
+    if (t.family != "gpt2" && t.family != "gpt_oss" && t.family != "gpt_neox" && t.family != "bloom")
         add(args, "--disable-bias-linear");
+    if (t.family == "bloom")
+        context.note(
+            "BLOOM's ALiBi has no Megatron-LM position embedding type: the export writes rope (Megatron-DeepSpeed's "
+            "--position-embedding-type alibi has it)");
     if (t.family == "gpt_neox")
         context.note(
             "GPT-NeoX's parallel residual has no Megatron-Core GPT option: the job trains the sequential block "
