@@ -13,9 +13,7 @@ TensorId TransformerBuilder::attention(const std::string& p, TensorId n1, std::i
     m_keys = m_shape.keysPerQuery(index, m_s);
     if (m_shape.kv_lora_rank > 0)
         return latentAttention(a, n1);
-    // GPT-2's c_attn and GPT-NeoX's and BLOOM's query_key_value are one GEMM.
-    const bool fused = m_shape.family == "gpt2" || m_shape.family == "gpt_neox" || m_shape.family == "bloom";
-    Qkv qkv = fused ? fusedQkv(a, n1) : separateQkv(a, n1);
+    Qkv qkv = m_shape.gptStyleBlocks() ? fusedQkv(a, n1) : separateQkv(a, n1);
     if (m_shape.qk_norm) {
         qkv.q = norm(a + "q_norm", qkv.q, m_shape.head_dim, TpRole::Local);
         qkv.k = norm(a + "k_norm", qkv.k, m_shape.head_dim, TpRole::Local);

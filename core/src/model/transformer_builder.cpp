@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Builds the forward op graph of a decoder-only transformer (GPT-2 and the Llama family).
+// Builds the forward op graph of a decoder-only transformer (GPT-2, GPT-NeoX, BLOOM and the Llama family).
 //
 // The graph follows the conventions the memory model, the sharding solver and the exporters rely on:
 // HF module paths, Megatron tensor-parallel roles, and Op::saved lists that reproduce the activation
@@ -453,9 +453,8 @@ ModelGraph detail::buildTransformerGraphWithBiases(const TransformerShape& shape
 
 ModelGraph buildTransformerGraph(const TransformerShape& shape, const BuildOptions& options, std::string name)
 {
-    // Without a config to say otherwise, each family's published biases: GPT-2, GPT-NeoX and BLOOM everywhere, Qwen2
-    // on q/k/v.
-    const bool everywhere = shape.family == "gpt2" || shape.family == "gpt_neox" || shape.family == "bloom";
+    // Without a config to say otherwise, each family's published biases: GPT-style blocks everywhere, Qwen2 on q/k/v.
+    const bool everywhere = shape.gptStyleBlocks();
     const bool qkv = everywhere || shape.family == "qwen2";
     return detail::buildTransformerGraphWithBiases(shape, qkv, everywhere, everywhere, options, std::move(name));
 }

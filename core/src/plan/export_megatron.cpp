@@ -222,7 +222,7 @@ bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
     }
     if (!t.tied_embeddings)
         add(args, "--untie-embeddings-and-output-weights");
-    if (t.family != "gpt2" && t.family != "gpt_oss" && t.family != "gpt_neox" && t.family != "bloom")
+    if (!t.gptStyleBlocks() && t.family != "gpt_oss")
         add(args, "--disable-bias-linear");
     if (t.family == "bloom")
         context.note(

@@ -117,6 +117,9 @@ struct TransformerShape
         0 = every layer is local. */
     std::int64_t global_layer_every = 0;
 
+    /** GPT-2, GPT-NeoX and BLOOM blocks: one fused q/k/v GEMM, and biases on every linear unless a config says
+        otherwise. */
+    bool gptStyleBlocks() const { return family == "gpt2" || family == "gpt_neox" || family == "bloom"; }
     /** Whether layer i routes to experts. */
     bool isMoeLayer(std::int64_t i) const
     {
