@@ -264,6 +264,11 @@ inline PeakCase makePeakCase(const nlohmann::json& row)
         c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
         c.framework_profile->compiles_loss = environment["loss_compiled"].get<bool>();
     }
+    // The run's framework commit left its attention backend out of the per-op checkpointing save list.
+    if (environment.contains("op_sac_caches_attention") && environment["op_sac_caches_attention"].is_boolean()) {
+        c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
+        c.framework_profile->op_sac_caches_attention = environment["op_sac_caches_attention"].get<bool>();
+    }
     c.simulable = true;
     return out;
 }

@@ -509,6 +509,50 @@ private Q_SLOTS:
                            }())
                         .forward
                     / 2);
+        // From pytorch/torchtitan#1196 torchtitan runs cuDNN attention first on compute capability 10 (B200), and
+        // until #2095 its save list named only the flash and efficient SDPA kernels: the policy then recomputes the
+        // attention and stashes neither its output (h per token) nor its log-sum-exp (fp32 per head).
+        FrameworkProfile blackwell = frameworkProfile(Framework::Torchtitan);
+        blackwell.op_sac_caches_attention = false;
+        model.overrideFrameworkProfile(blackwell);
+        QVERIFY(relativeError(lc.activation_bytes - model.layerCost(index, c).activation_bytes,
+                              tokens * (2.0 * t.hidden + 4.0 * t.num_heads))
+                < 1e-9);
+    }
+
+    void fsdpPeakIsTheWorstLayerNotASumOfMaxima()
+    {
+        // Under FSDP2 a stage's peak beside the saved activations is one layer's: its own bf16 parameters, the
+        // neighbour being gathered, and the larger of its working set and its unsharded gradients (bf16 + the fp32
+        // reduce-scatter copy), since post_backward reduce-scatters after autograd has freed the layer's backward
+        // inputs; plus the forward's last gather, which wait_for_unshard keeps until the next forward. For Llama 3 8B
+        // that layer is the untied head: 2 Ph (own) + 2 Pb (the last block) + max(loss working, 6 Ph) + 2 Ph.
+        const auto graph = presetGraph("llama3-8b", 2048);
+        CostModel model(graph, h100Node());
+        ParallelConfig c;
+        c.framework = Framework::Torchtitan;
+        c.zero_stage = 3;
+        c.dp = 8;
+        c.recompute = RecomputeKind::Selective;
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        const Evaluation e = model.evaluate(c, workload);
+        QVERIFY2(e.feasible, e.reason.c_str());
+        const auto& t = *graph->transformer;
+        const double head = static_cast<double>(t.vocab) * t.hidden + t.hidden; // output and the final norm
+        const double block = t.hidden * (2.0 * t.hidden + 2.0 * t.num_kv_heads * t.head_dim)
+            + 3.0 * t.hidden * t.ffn_hidden + 2.0 * t.hidden;
+        double largest = 0;
+        for (std::size_t l = 0; l < model.layers().size(); ++l)
+            largest = std::max(largest, model.layerCost(l, c).largest_activation_bytes);
+        const double headWorking = model.layerCost(model.layers().size() - 1, c).working_bytes;
+        const double expected = CostParams {}.transient_mem_coef * largest + 2 * head + 2 * block
+            + std::max(headWorking, 6 * head) + 2 * head;
+        const double transient = e.stages.front().memory.transient;
+        QVERIFY2(relativeError(transient, expected) < 1e-9, qPrintable(QString::number(transient / expected)));
+        // Summing the stage's largest working set with two gathered heads and their gradients would count the loss
+        // working set and the head's gradient copies at once.
+        QVERIFY(transient < CostParams {}.transient_mem_coef * largest + headWorking + 2 * (2 * head) + 6 * head);
     }
 
     void torchtitanSpSavesTheGatheredInput()

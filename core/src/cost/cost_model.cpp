@@ -446,6 +446,20 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
                 chunk.largestLayerParams = std::max(chunk.largestLayerParams, layerDense.back());
             }
         }
+        if (perModuleShardedPeak(framework, c)) {
+            // In backward the module gathered ahead of a layer is the one before it; the first layer's forward
+            // gathers the one after it.
+            const std::size_t n = layerDense.size();
+            for (std::size_t i = 0; i < n; ++i) {
+                const double neighbour = i > 0 ? layerDense[i - 1] : (n > 1 ? layerDense[1] : 0.0);
+                const double working = costs[static_cast<std::size_t>(chunk.first) + i]->working_bytes;
+                chunk.shardedDpLayerPeak
+                    = std::max(chunk.shardedDpLayerPeak,
+                               shardedDpLayerPeakBytes(framework, c, layerDense[i], neighbour, working, weightBytes));
+            }
+            if (n > 0)
+                chunk.shardedDpLayerPeak += retainedGatherBytes(framework, c, layerDense.back(), weightBytes);
+        }
         stage.static_bytes = chunk.weights + chunk.gradients + chunk.optimizer;
         if (fp32GradBuffers) {
             // BF16_Optimizer folds each micro-batch's bf16 gradients into its fp32 buffers at the end of the

@@ -23,6 +23,8 @@ struct CostModel::Assembly
         double weights = 0, gradients = 0, optimizer = 0;
         double working = 0; ///< the largest layer working set (recompute, loss) of the chunk
         double largestLayerParams = 0; ///< dense elements of the chunk's largest layer (ZeRO-3 unsharded buffers)
+        /** perModuleShardedPeak: the worst layer's shardedDpLayerPeakBytes (its working set included). */
+        double shardedDpLayerPeak = 0;
         std::pair<double, double> shardedDpExposed; ///< ZeRO-3 comm not hidden per micro-batch: forward, backward
     };
     PipelineSpec spec;

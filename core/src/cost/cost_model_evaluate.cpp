@@ -36,6 +36,7 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
         double largest = 0;
         double working = 0;
         double largestLayerParams = 0;
+        double shardedLayerPeak = 0;
         for (int ch = 0; ch < c.vpp; ++ch) {
             const int k = chunkStage(c.schedule, c.pp, r, ch);
             const auto& chunk = a.chunks[static_cast<std::size_t>(k)];
@@ -49,14 +50,16 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
             largest = std::max(largest, chunk.largest);
             working = std::max(working, chunk.working);
             largestLayerParams = std::max(largestLayerParams, chunk.largestLayerParams);
+            shardedLayerPeak = std::max(shardedLayerPeak, chunk.shardedDpLayerPeak);
         }
         // Per micro-batch of the step: under DualPipe each micro-batch passes one of the rank's two stages.
         report.compute *= static_cast<double>(chainMicrobatches(c.schedule, c.num_microbatches)) / c.num_microbatches;
         const FrameworkProfile& framework = frameworkOf(c);
         report.memory.activations = std::max(0.0, peakStash[static_cast<std::size_t>(r)]);
-        report.memory.transient = m_params.transient_mem_coef * largest + working
-            + shardedDpWorkingBytes(framework, c, largestLayerParams, dtypeBytes(m_graph->dtype))
-            + fixedBufferBytes(framework, c);
+        const double beside = perModuleShardedPeak(framework, c)
+            ? std::max(working, shardedLayerPeak)
+            : working + shardedDpWorkingBytes(framework, c, largestLayerParams, dtypeBytes(m_graph->dtype));
+        report.memory.transient = m_params.transient_mem_coef * largest + beside + fixedBufferBytes(framework, c);
         // A negative calibration never takes the peak below what the model itself holds.
         report.memory.calibrated = std::max(m_params.calibrated_memory_bytes, -report.memory.allocated());
         addReserve(report.memory, framework, m_params, c);
@@ -153,6 +156,9 @@ CostModel::LayerProfile CostModel::layerProfile(const ParallelConfig& c) const
     const double denseShard = static_cast<double>(c.dp * c.cp) / c.zero_ngroups;
     const double expertShard = std::max(1.0, static_cast<double>(c.expertDp()) / c.zero_ngroups);
     const FrameworkProfile& framework = frameworkOf(c);
+    const bool perModule = perModuleShardedPeak(framework, c);
+    const int lastLayer = static_cast<int>(m_layers.size()) - 1;
+    const double lastParams = perModule && lastLayer >= 0 ? spanParams(lastLayer, lastLayer, c).dense : 0;
     for (std::size_t l = 0; l < m_layers.size(); ++l) {
         const LayerCost& lc = *costs[l];
         const LayerParams p = spanParams(static_cast<int>(l), static_cast<int>(l), c);
@@ -160,8 +166,15 @@ CostModel::LayerProfile CostModel::layerProfile(const ParallelConfig& c) const
         profile.static_bytes.push_back(
             parameterMemory(framework, m_params, c, p, m_graph->dtype, {denseShard, expertShard}).total());
         profile.stash_bytes.push_back(lc.activation_bytes);
-        profile.transient_bytes.push_back(m_params.transient_mem_coef * lc.largest_activation_bytes + lc.working_bytes
-                                          + shardedDpWorkingBytes(framework, c, p.dense, weightBytes));
+        double beside = lc.working_bytes + shardedDpWorkingBytes(framework, c, p.dense, weightBytes);
+        if (perModule) {
+            // As CostModel::assemble: the neighbour gathered ahead is the layer before (the first: the one after).
+            const int neighbour = l > 0 ? static_cast<int>(l) - 1 : (m_layers.size() > 1 ? 1 : -1);
+            const double neighbourParams = neighbour >= 0 ? spanParams(neighbour, neighbour, c).dense : 0;
+            beside = shardedDpLayerPeakBytes(framework, c, p.dense, neighbourParams, lc.working_bytes, weightBytes)
+                + retainedGatherBytes(framework, c, lastParams, weightBytes);
+        }
+        profile.transient_bytes.push_back(m_params.transient_mem_coef * lc.largest_activation_bytes + beside);
     }
     return profile;
 }

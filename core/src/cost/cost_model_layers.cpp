@@ -58,6 +58,7 @@ LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework,
     // torchtitan's per-op AC is PyTorch's selective checkpointing policy; Megatron's --recompute-modules are
     // module checkpoints whose outputs stay alive for the ops that consume them.
     layout.selective_checkpoint_policy = c.framework == Framework::Torchtitan;
+    layout.policy_caches_attention = framework.op_sac_caches_attention;
     layout.attention_repeats_kv = framework.attention_repeats_kv;
     layout.sp_saves_gathered_inputs = framework.sp_saves_gathered_inputs;
     layout.tp_group = tpGroup;
@@ -112,7 +113,8 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
               c.moe_shared_expert_overlap, ',', c.moe_capacity_factor, ',', c.moe_router_imbalance, ',', c.micro_batch,
               ',', static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',', layout.tp_group.per_node,
               ',', layout.cp_group.per_node, ',', layout.ep_group.per_node, ',', layout.loss_saved_bytes_per_logit, ',',
-              layout.loss_working_bytes_per_logit, ',', layout.selective_checkpoint_policy, ',',
+              layout.loss_working_bytes_per_logit, ',', layout.selective_checkpoint_policy,
+              layout.policy_caches_attention, ',',
               // Every layout term a framework sets (CP exchange, TP-overlap chunking, loss bytes) follows from it.
               static_cast<int>(c.framework), '|', pattern);
     std::lock_guard lock(m_cacheMutex);

@@ -424,7 +424,8 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             // recomputes everything else (the even matmuls, norms, rotary, activation, residual adds). The builder
             // lists v, k, q and up, gate where torchtitan runs wq, wk, wv and w1, w3: the cached set has the same
             // shapes either way (q and v; one ffn-wide output).
-            const bool cached = op.kind == OpKind::FlashAttention || (isGemm(op.kind) && ++gemmCount % 2 == 1);
+            const bool cached = (op.kind == OpKind::FlashAttention && layout.policy_caches_attention)
+                || (isGemm(op.kind) && ++gemmCount % 2 == 1);
             instanceOf[i] = cached ? std::string() : layer.name;
         } else {
             instanceOf[i] = recomputeInstance(op, layer, layout);

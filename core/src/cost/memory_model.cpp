@@ -98,6 +98,27 @@ double shardedDpWorkingBytes(const FrameworkProfile& f, const ParallelConfig& c,
     return liveParams + f.zero3_unsharded_grad_bytes * largestBlockParams;
 }
 
+bool perModuleShardedPeak(const FrameworkProfile& f, const ParallelConfig& c)
+{
+    return f.framework != Framework::Generic && f.sharded_dp == ShardedDpImpl::PerModule
+        && (c.zero_stage >= 3 || (c.zero_stage == 2 && f.sharded_fp32_params));
+}
+
+double shardedDpLayerPeakBytes(const FrameworkProfile& f, const ParallelConfig& c, double layerParams,
+                               double neighbourParams, double layerWorking, double weightBytes)
+{
+    const double live = keepsUnshardedCopies(f, c)
+        ? 0
+        : (layerParams + std::max(0, f.zero3_live_blocks - 1) * neighbourParams) * weightBytes;
+    return live + std::max(layerWorking, f.zero3_unsharded_grad_bytes * layerParams);
+}
+
+double retainedGatherBytes(const FrameworkProfile& f, const ParallelConfig& c, double lastLayerParams,
+                           double weightBytes)
+{
+    return f.keeps_last_forward_gather && !keepsUnshardedCopies(f, c) ? lastLayerParams * weightBytes : 0;
+}
+
 double runtimeBytes(const FrameworkProfile& f, const CostParams& params, const ParallelConfig& c)
 {
     if (f.framework == Framework::Generic)

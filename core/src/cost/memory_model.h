@@ -57,6 +57,27 @@ double fixedBufferBytes(const FrameworkProfile& profile, const ParallelConfig& c
 double shardedDpWorkingBytes(const FrameworkProfile& profile, const ParallelConfig& c, double largestBlockParams,
                              double weightBytes);
 
+/** The framework holds a module's unsharded parameters and gradients per module, in its own order (FSDP1/FSDP2,
+    Megatron-FSDP under ZeRO-3, or ZeRO-2 over fp32 shards), so a stage's peak is the worst single layer's: see
+    shardedDpLayerPeakBytes. Otherwise (DeepSpeed's parameter coordinator, Generic) shardedDpWorkingBytes applies. */
+bool perModuleShardedPeak(const FrameworkProfile& profile, const ParallelConfig& c);
+
+/**
+ * perModuleShardedPeak: what is live beside the saved activations while one layer runs its backward, bytes: its own
+ * unsharded 16-bit parameters and the neighbour's being prefetched (zero3_live_blocks - 1 of them), and the larger of
+ * the layer's working set (recomputed activations, the loss's gradient) and its unsharded gradients. FSDP2 reshards
+ * and reduce-scatters a module in its post-backward hook (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py
+ * post_backward: reshard, then foreach_reduce), after autograd has freed the module's backward inputs, so the
+ * working set and the reduce-scatter's gradient copies are not live at once. `layerParams`, `neighbourParams`:
+ * dense elements per rank.
+ */
+double shardedDpLayerPeakBytes(const FrameworkProfile& profile, const ParallelConfig& c, double layerParams,
+                               double neighbourParams, double layerWorking, double weightBytes);
+/** The gathered bytes FSDP2 keeps from the forward's last all-gather (FrameworkProfile::keeps_last_forward_gather):
+    `lastLayerParams` (dense elements per rank) of the module gathered last. */
+double retainedGatherBytes(const FrameworkProfile& profile, const ParallelConfig& c, double lastLayerParams,
+                           double weightBytes);
+
 /** Memory outside the tensors: CUDA context, NCCL buffers, cuBLAS workspaces; Generic: CostParams' reserve. */
 double runtimeBytes(const FrameworkProfile& profile, const CostParams& params, const ParallelConfig& c);
 

@@ -96,6 +96,10 @@ struct FrameworkProfile
     /** ZeRO-3: the unsharded gradients of a block before its reduce-scatter, in bytes per element (bf16 grad plus
         the fp32 reduce copy under FSDP2's reduce_dtype float32). */
     double zero3_unsharded_grad_bytes = 6;
+    /** FSDP2 keeps the flat output of the forward's last all-gather alive until the next forward's copy-out
+        (FSDPParamGroup.wait_for_unshard stores it in comm_ctx.all_gather_state to overlap that copy-out with the
+        next gather), so the last module's gathered bytes stay allocated through the whole backward. */
+    bool keeps_last_forward_gather = false;
 
     // --- loss --------------------------------------------------------------------------------------------------
     /** Bytes per logit saved for the loss's backward (fp32 softmax / log-softmax). Replaces the 16-bit logits. */
@@ -117,6 +121,9 @@ struct FrameworkProfile
     /** Grouped-query attention repeats K and V to the query heads before the attention kernel (repeat_kv), which
         then saves the repeated copies for its backward: K and V stashed at num_heads, not num_kv_heads. */
     bool attention_repeats_kv = false;
+    /** Per-op selective checkpointing caches the attention kernel's output (torchtitan's save list names the SDPA
+        kernels; before pytorch/torchtitan#2095 it lacked cuDNN's, the backend torchtitan picks on Blackwell). */
+    bool op_sac_caches_attention = true;
     /** Under sequence parallelism a column-parallel linear saves the all-gathered (full-sequence) input for its
         backward, not the sequence shard it came from (DTensor TP: the gather is a redistribute before the matmul). */
     bool sp_saves_gathered_inputs = false;

@@ -43,6 +43,8 @@ struct LayerLayout
         so only those outputs and the region's inputs are stashed. By modules: the GEMMs and attention kernels not
         listed; Selective: torchtitan's per-op policy (the attention kernel and every odd-numbered matmul). */
     bool selective_checkpoint_policy = false;
+    /** The per-op policy caches the attention kernel's output (FrameworkProfile::op_sac_caches_attention). */
+    bool policy_caches_attention = true;
     /** K and V are repeated to the query heads before the attention kernel saves them
         (FrameworkProfile::attention_repeats_kv). */
     bool attention_repeats_kv = false;
