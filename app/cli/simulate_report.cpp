@@ -133,8 +133,7 @@ std::string wayOut(const Evaluation& e, const CostModel& model, const SimulateOp
     }
     if (c.framework != Framework::Generic && !frameworkRestriction(frameworkProfile(c.framework), c).empty())
         return cat("--framework generic lifts ", frameworkName(c.framework), "'s limits");
-    const TransformerShape* shape = graph.transformer ? &*graph.transformer : nullptr;
-    if (!frameworkModelRestriction(c.framework, c.framework_version, shape).empty())
+    if (!frameworkModelRestriction(c.framework, c.framework_version, graph).empty())
         return cat("inspect --model ", o.model, " names the architecture");
     if (!c.stage_layers.empty())
         return cat("give ", layerChunksName(c.schedule), " = ", layerChunks(c.schedule, c.pp, c.vpp),

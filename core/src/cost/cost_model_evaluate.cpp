@@ -56,8 +56,9 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
         report.compute *= static_cast<double>(chainMicrobatches(c.schedule, c.num_microbatches)) / c.num_microbatches;
         const FrameworkProfile& framework = frameworkOf(c);
         report.memory.activations = std::max(0.0, peakStash[static_cast<std::size_t>(r)]);
+        // Under per-module sharding the worst layer's peak holds that layer's working set already.
         const double beside = perModuleShardedPeak(framework, c)
-            ? std::max(working, shardedLayerPeak)
+            ? shardedLayerPeak
             : working + shardedDpWorkingBytes(framework, c, largestLayerParams, dtypeBytes(m_graph->dtype));
         report.memory.transient = m_params.transient_mem_coef * largest + beside + fixedBufferBytes(framework, c);
         // A negative calibration never takes the peak below what the model itself holds.
@@ -159,6 +160,8 @@ CostModel::LayerProfile CostModel::layerProfile(const ParallelConfig& c) const
     const bool perModule = perModuleShardedPeak(framework, c);
     const int lastLayer = static_cast<int>(m_layers.size()) - 1;
     const double lastParams = perModule && lastLayer >= 0 ? spanParams(lastLayer, lastLayer, c).dense : 0;
+    // As CostModel::assemble: the neighbour gathered ahead is the layer before (the first layer's: the one after).
+    double neighbourParams = perModule && m_layers.size() > 1 ? spanParams(1, 1, c).dense : 0;
     for (std::size_t l = 0; l < m_layers.size(); ++l) {
         const LayerCost& lc = *costs[l];
         const LayerParams p = spanParams(static_cast<int>(l), static_cast<int>(l), c);
@@ -166,14 +169,11 @@ CostModel::LayerProfile CostModel::layerProfile(const ParallelConfig& c) const
         profile.static_bytes.push_back(
             parameterMemory(framework, m_params, c, p, m_graph->dtype, {denseShard, expertShard}).total());
         profile.stash_bytes.push_back(lc.activation_bytes);
-        double beside = lc.working_bytes + shardedDpWorkingBytes(framework, c, p.dense, weightBytes);
-        if (perModule) {
-            // As CostModel::assemble: the neighbour gathered ahead is the layer before (the first: the one after).
-            const int neighbour = l > 0 ? static_cast<int>(l) - 1 : (m_layers.size() > 1 ? 1 : -1);
-            const double neighbourParams = neighbour >= 0 ? spanParams(neighbour, neighbour, c).dense : 0;
-            beside = shardedDpLayerPeakBytes(framework, c, p.dense, neighbourParams, lc.working_bytes, weightBytes)
-                + retainedGatherBytes(framework, c, lastParams, weightBytes);
-        }
+        const double beside = perModule
+            ? shardedDpLayerPeakBytes(framework, c, p.dense, neighbourParams, lc.working_bytes, weightBytes)
+                + retainedGatherBytes(framework, c, lastParams, weightBytes)
+            : lc.working_bytes + shardedDpWorkingBytes(framework, c, p.dense, weightBytes);
+        neighbourParams = p.dense;
         profile.transient_bytes.push_back(m_params.transient_mem_coef * lc.largest_activation_bytes + beside);
     }
     return profile;

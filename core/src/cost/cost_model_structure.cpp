@@ -155,8 +155,7 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
     const FrameworkProfile& framework = frameworkOf(c);
     if (std::string problem = frameworkRestriction(framework, c); !problem.empty())
         return problem;
-    const TransformerShape* shape = m_graph->transformer ? &*m_graph->transformer : nullptr;
-    if (const std::string cause = frameworkModelRestriction(framework.framework, c.framework_version, shape);
+    if (const std::string cause = frameworkModelRestriction(framework.framework, c.framework_version, *m_graph);
         !cause.empty())
         return cat(cause, ": ", kModelRestrictionWayOut);
     return {};

@@ -528,4 +528,9 @@ std::string frameworkModelRestriction(Framework framework, std::string_view vers
                release == "main" ? "" : ", and llama4 at v0.2", ")");
 }
 
+std::string frameworkModelRestriction(Framework framework, std::string_view version, const ModelGraph& graph)
+{
+    return frameworkModelRestriction(framework, version, graph.transformer ? &*graph.transformer : nullptr);
+}
+
 } // namespace shardscape

@@ -5,6 +5,7 @@
 #include "hf_config_reader.h"
 
 #include <algorithm>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -28,6 +29,17 @@ void readAttentionImplementation(const ConfigReader& r, TransformerShape& t)
     t.flash_attention = !t.hf_eager_attention;
 }
 
+/** head_dim = width / heads, where the config does not name it; `headsKey` and `widthKey` are the config's own
+    names for them, `hint` the way out when they do not divide. */
+void headDimFromWidth(const ConfigReader& r, TransformerShape& t, std::string_view headsKey, std::string_view widthKey,
+                      std::string_view hint)
+{
+    if (t.hidden % t.num_heads != 0)
+        r.fail(cat("'", headsKey, "' (", t.num_heads, ") does not divide '", widthKey, "' (", t.hidden, ")"),
+               std::string(hint));
+    t.head_dim = t.hidden / t.num_heads;
+}
+
 ParsedConfig parseGpt2(const ConfigReader& r)
 {
     ParsedConfig c;
@@ -39,10 +51,7 @@ ParsedConfig parseGpt2(const ConfigReader& r)
     t.max_positions
         = r.required("n_positions", "max_position_embeddings", kMaxPositions, "the number of learned positions");
     t.vocab = r.required("vocab_size", kMaxVocab, "the vocabulary size");
-    if (t.hidden % t.num_heads != 0)
-        r.fail(cat("'n_head' (", t.num_heads, ") does not divide 'n_embd' (", t.hidden, ")"),
-               "GPT-2 heads are n_embd / n_head wide");
-    t.head_dim = t.hidden / t.num_heads;
+    headDimFromWidth(r, t, "n_head", "n_embd", "GPT-2 heads are n_embd / n_head wide");
     t.num_kv_heads = t.num_heads;
     t.ffn_hidden = r.optional("n_inner", kMaxFfn).value_or(4 * t.hidden);
     t.gated_mlp = false;
@@ -83,10 +92,8 @@ ParsedConfig parseGptNeox(const ConfigReader& r)
     ParsedConfig c;
     TransformerShape& t = c.shape;
     readDecoderSizes(r, t, "gpt_neox");
-    if (t.hidden % t.num_heads != 0)
-        r.fail(cat("'num_attention_heads' (", t.num_heads, ") does not divide 'hidden_size' (", t.hidden, ")"),
-               "GPT-NeoX heads are hidden_size / num_attention_heads wide");
-    t.head_dim = t.hidden / t.num_heads;
+    headDimFromWidth(r, t, "num_attention_heads", "hidden_size",
+                     "GPT-NeoX heads are hidden_size / num_attention_heads wide");
     t.num_kv_heads = t.num_heads;
     t.gated_mlp = false;
     t.norm = "layernorm";
@@ -120,10 +127,8 @@ ParsedConfig parseBloom(const ConfigReader& r)
     t.num_layers = r.required("n_layer", "num_hidden_layers", kMaxLayers, "the number of blocks");
     t.num_heads = r.required("n_head", "num_attention_heads", kMaxHeads, "the number of attention heads");
     t.vocab = r.required("vocab_size", kMaxVocab, "the vocabulary size");
-    if (t.hidden % t.num_heads != 0)
-        r.fail(cat("the head count (", t.num_heads, ") does not divide the width (", t.hidden, ")"),
-               "BLOOM heads are hidden_size / n_head wide");
-    t.head_dim = t.hidden / t.num_heads;
+    headDimFromWidth(r, t, r.isUnset("n_head") ? "num_attention_heads" : "n_head",
+                     r.isUnset("n_embed") ? "hidden_size" : "n_embed", "BLOOM heads are hidden_size / n_head wide");
     t.num_kv_heads = t.num_heads;
     t.ffn_hidden = r.optional("n_inner", kMaxFfn).value_or(4 * t.hidden);
     t.max_positions = r.optional("seq_length", kMaxPositions).value_or(2048);
@@ -150,10 +155,8 @@ ParsedConfig parseLlamaFamily(const ConfigReader& r, const std::string& family)
     if (const auto headDim = r.optional("head_dim", kMaxHeadDim)) {
         t.head_dim = *headDim;
     } else {
-        if (t.hidden % t.num_heads != 0)
-            r.fail(cat("'num_attention_heads' (", t.num_heads, ") does not divide 'hidden_size' (", t.hidden, ")"),
-                   "set 'head_dim' explicitly when heads are not hidden_size / num_attention_heads wide");
-        t.head_dim = t.hidden / t.num_heads;
+        headDimFromWidth(r, t, "num_attention_heads", "hidden_size",
+                         "set 'head_dim' explicitly when heads are not hidden_size / num_attention_heads wide");
     }
     if (t.num_heads % t.num_kv_heads != 0)
         r.fail(cat("'num_key_value_heads' (", t.num_kv_heads, ") does not divide 'num_attention_heads' (", t.num_heads,

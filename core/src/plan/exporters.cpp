@@ -277,8 +277,7 @@ ExportResult exportPlan(ExportTarget target, const LoadedPlan& plan, const Model
                              cat("plan for ", name, " (shardscape-cli plan --framework ", name,
                                  ", or simulate --framework ", name,
                                  " with a layout it runs, then --save-plan) and export that plan"));
-        const TransformerShape* shape = model.transformer ? &*model.transformer : nullptr;
-        if (const std::string problem = frameworkModelRestriction(*framework, version, shape); !problem.empty())
+        if (const std::string problem = frameworkModelRestriction(*framework, version, model); !problem.empty())
             throw InputError(cat("cannot export this plan for ", name, ": ", problem),
                              "export it with --format megatron or --format deepspeed");
     }

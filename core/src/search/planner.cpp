@@ -149,8 +149,7 @@ PlanResult searchPlans(const Problem& problem, const PlannerConfig& config, Prog
         throw InputError("is_train false plans a serving deployment, not a training step",
                          "plan it with planServing (the CLI's plan and the GUI's inference mode do)");
     // A framework without a model for this architecture runs none of the candidates (nor could they be exported).
-    const TransformerShape* shape = problem.graph->transformer ? &*problem.graph->transformer : nullptr;
-    if (const std::string why = frameworkModelRestriction(config.framework, config.framework_version, shape);
+    if (const std::string why = frameworkModelRestriction(config.framework, config.framework_version, *problem.graph);
         !why.empty())
         throw InputError(why, std::string(kModelRestrictionWayOut));
 

@@ -250,6 +250,9 @@ struct TransformerShape;
  * the way out that fits them (kModelRestrictionWayOut for a plan).
  */
 std::string frameworkModelRestriction(Framework framework, std::string_view version, const TransformerShape* shape);
+struct ModelGraph;
+/** The same for a graph (its transformer shape, if it has one). */
+std::string frameworkModelRestriction(Framework framework, std::string_view version, const ModelGraph& graph);
 inline constexpr std::string_view kModelRestrictionWayOut
     = "plan for megatron-core or deepspeed, or --framework generic";
 
