@@ -250,7 +250,7 @@ struct TransformerShape;
  * the way out that fits them (kModelRestrictionWayOut for a plan).
  */
 std::string frameworkModelRestriction(Framework framework, std::string_view version, const TransformerShape* shape);
-struct ModelGraph;
+class ModelGraph;
 /** The same for a graph (its transformer shape, if it has one). */
 std::string frameworkModelRestriction(Framework framework, std::string_view version, const ModelGraph& graph);
 inline constexpr std::string_view kModelRestrictionWayOut
