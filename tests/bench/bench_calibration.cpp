@@ -90,6 +90,7 @@ std::string shortSeries(const std::string& series)
         {"gpt_neox_lambda_2023", "neox-lambda"},
         {"torchtitan_docs_performance_2024_08", "tt-doc"},
         {"torchtitan_benchmark_h100_2024_12", "tt-h100"},
+        {"torchtitan_asynctp_h100_2025_06", "tt-atp25"},
         {"mosaicml_llm_foundry_mpt_benchmarks", "mpt"},
     };
     const auto it = names.find(series);
@@ -112,6 +113,8 @@ void printOps(const Case& c, const CostParams& params, const DeviceOverrides& de
     layout.cp = c.config.cp;
     layout.sequence_parallel = c.config.sequence_parallel;
     layout.micro_batch = c.config.micro_batch;
+    layout.fp8_linears = c.config.fp8_linears;
+    layout.fp8_recipe = c.config.fp8_recipe;
     double totalFwd = 0, totalBwd = 0;
     std::map<std::string, std::pair<double, double>> byKind;
     std::printf("%-44s %-16s %12s %12s %12s %10s\n", "op", "kind", "fwd FLOPs", "fwd s", "bwd s", "fwd TFLOP/s");

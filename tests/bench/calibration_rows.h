@@ -247,7 +247,8 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
                  "parallel residual costed as sequential (same FLOPs)";
         return r;
     }
-    if (series == "torchtitan_docs_performance_2024_08" || series == "torchtitan_benchmark_h100_2024_12") {
+    if (series == "torchtitan_docs_performance_2024_08" || series == "torchtitan_benchmark_h100_2024_12"
+        || series == "torchtitan_asynctp_h100_2025_06") {
         r.llama = true;
         r.tied = false;
         r.learned_positions = false;
@@ -638,6 +639,8 @@ inline Case makeCase(const nlohmann::json& row)
         p.eager_kernels = true;
     // Framework features the rows state, as the ParallelConfig switches that model them.
     p.fp8_linears = contains(precision, "float8") || contains(precision, "fp8");
+    if (p.fp8_linears && contains(precision, "rowwise"))
+        p.fp8_recipe = Float8Recipe::Rowwise;
     if (contains(toLower(framework), "asynctp") || contains(toLower(framework), "async tp")) {
         p.tp_comm_overlap = p.sequence_parallel;
         // torchtitan refuses async TP without torch.compile (parallelize.py apply_tp), so the run was compiled.

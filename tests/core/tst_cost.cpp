@@ -227,6 +227,46 @@ public:
     double minKernelTime() const override { return 0; }
 };
 
+/** A graph with what computeLayerCost needs for its first transformer block. */
+struct FirstBlock
+{
+    std::shared_ptr<const ModelGraph> graph;
+    std::vector<OpId> producer;
+    Layer block;
+};
+
+FirstBlock firstBlockOf(std::shared_ptr<const ModelGraph> graph)
+{
+    const auto layers = layersByModule(*graph);
+    const auto block
+        = std::find_if(layers.begin(), layers.end(), [](const Layer& l) { return l.kind == LayerKind::Block; });
+    if (block == layers.end())
+        throw std::logic_error("the graph has no transformer block");
+    auto producer = graph->producers();
+    return {std::move(graph), std::move(producer), *block};
+}
+
+FirstBlock firstBlockOf(const std::string& preset, int seqLen)
+{
+    BuildOptions options;
+    options.seq_len = seqLen;
+    return firstBlockOf(std::make_shared<const ModelGraph>(loadModel(preset, options)));
+}
+
+/** Collectives cost 1 ps per byte and every GEMM a whole second: whatever TP overlap fuses hides all but its
+    first chunk, and what it does not fuse stays whole. */
+class CollectiveOnlySource final : public CostSource
+{
+public:
+    std::string name() const override { return "collectives"; }
+    double matmulTime(double, double, double, DType) const override { return 1; }
+    double attentionTime(double, DType) const override { return 0; }
+    double memoryTime(double) const override { return 0; }
+    double collectiveTime(Collective, double bytes, const GroupShape&) const override { return bytes * 1e-12; }
+    double p2pTime(double, bool) const override { return 0; }
+    double minKernelTime() const override { return 0; }
+};
+
 } // namespace
 
 class TestCost : public QObject
@@ -1815,13 +1855,7 @@ private Q_SLOTS:
             double p2pTime(double bytes, bool) const override { return bytes * p; }
             double minKernelTime() const override { return 0; }
         };
-        BuildOptions options;
-        options.seq_len = 8192;
-        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
-        const auto producer = graph->producers();
-        const auto layers = layersByModule(*graph);
-        const Layer& block
-            = *std::find_if(layers.begin(), layers.end(), [](const Layer& l) { return l.kind == LayerKind::Block; });
+        const auto [graph, producer, block] = firstBlockOf("llama2-7b", 8192);
         LayerLayout layout;
         layout.cp = 4;
         layout.cp_group = {4, 8};
@@ -1854,13 +1888,7 @@ private Q_SLOTS:
     {
         // Tensorwise casts input, weight and grad_output once each; rowwise casts each of them for both GEMMs it
         // enters: exactly twice the cast traffic on a traffic-only source.
-        BuildOptions options;
-        options.seq_len = 2048;
-        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
-        const auto producer = graph->producers();
-        const auto layers = layersByModule(*graph);
-        const Layer& block
-            = *std::find_if(layers.begin(), layers.end(), [](const Layer& l) { return l.kind == LayerKind::Block; });
+        const auto [graph, producer, block] = firstBlockOf("llama2-7b", 2048);
         const TrafficOnlySource source;
         LayerLayout layout;
         const auto total = [&](const LayerCost& c) { return c.forward + c.backward_input + c.backward_weight; };
@@ -1911,11 +1939,7 @@ private Q_SLOTS:
     void serialOverlapChunksAreSmallerGemms()
     {
         // With serial chunks, a column-parallel GEMM beside an overlapped all-gather costs tp GEMMs of m / tp rows.
-        const auto graph = korthikantiGraph();
-        const auto producer = graph->producers();
-        const auto layers = layersByModule(*graph);
-        const Layer& block
-            = *std::find_if(layers.begin(), layers.end(), [](const Layer& l) { return l.kind == LayerKind::Block; });
+        const auto [graph, producer, block] = firstBlockOf(korthikantiGraph());
         const auto source = makeDatasheetCostSource(h100Node(), {});
         LayerLayout layout;
         layout.micro_batch = kBatch;
@@ -1936,6 +1960,52 @@ private Q_SLOTS:
         QVERIFY(chunked > one);
     }
 
+    void asyncTpFusesOnlyDirectCollectiveMatmulPairs()
+    {
+        // A Llama 3 block under TP 8 with SP has four collectives each way, all of one tensor size (C seconds here):
+        // the gathers of the attention and MLP inputs and the reduce-scatters of the o_proj and down_proj outputs,
+        // and in backward the reverse. Vanilla TP exposes all eight: 8 C.
+        const FirstBlock f = firstBlockOf("llama3-8b", 4096);
+        const CollectiveOnlySource source;
+        LayerLayout layout;
+        layout.tp = 8;
+        layout.tp_group = {8, 8};
+        layout.sequence_parallel = true;
+        const auto tpComm
+            = [&](const LayerLayout& l) { return computeLayerCost(*f.graph, f.producer, f.block, l, source).tp_comm; };
+        const double c = tpComm(layout) / 8;
+        QVERIFY(c > 0);
+
+        // Transformer Engine's overlap fuses all eight: one chunk of each stays exposed, 8 C / 8.
+        LayerLayout overlap = layout;
+        overlap.tp_comm_overlap = true;
+        QVERIFY(relativeError(tpComm(overlap), c) < 1e-9);
+        // PyTorch's async TP (micro_pipeline_tp.py) fuses the four forward collectives and the two backward gathers;
+        // the two input gradients are sums over Q, K, V and over gate, up, so their reduce-scatters stay whole:
+        // 6 C / 8 + 2 C.
+        overlap.tp_overlap_by_pattern = true;
+        QVERIFY(relativeError(tpComm(overlap), 6 * c / 8 + 2 * c) < 1e-9);
+        // Rowwise float8 casts each gathered tensor before its GEMM: only the forward reduce-scatters fuse,
+        // 2 C / 8 + 6 C.
+        overlap.fp8_linears = true;
+        overlap.fp8_recipe = Float8Recipe::Rowwise;
+        QVERIFY(relativeError(tpComm(overlap), 2 * c / 8 + 6 * c) < 1e-9);
+
+        // Tensorwise float8 TP gathers 1-byte casts (torchao's Float8ColwiseParallel / RowwiseParallel): the four
+        // gathers cost half, the reduce-scatters stay 16-bit: 4 C / 2 + 4 C.
+        LayerLayout fp8 = layout;
+        fp8.fp8_linears = true;
+        fp8.tp_gathers_fp8_tensorwise = true;
+        QVERIFY(relativeError(tpComm(fp8), 4 * c / 2 + 4 * c) < 1e-9);
+        fp8.fp8_recipe = Float8Recipe::Rowwise;
+        QVERIFY(relativeError(tpComm(fp8), 8 * c) < 1e-9);
+
+        // The torchtitan profile carries both; Megatron's Transformer Engine overlap neither.
+        QVERIFY(frameworkProfile(Framework::Torchtitan).tp_overlap_by_pattern);
+        QVERIFY(frameworkProfile(Framework::Torchtitan).tp_gathers_fp8_tensorwise);
+        QVERIFY(!frameworkProfile(Framework::MegatronCore).tp_overlap_by_pattern);
+    }
+
     void attentionEfficiencyGrowsWithKeysPerBlock()
     {
         // A flash kernel's blocks pay about 256 keys of fixed work: at sequence S (causal: S / 2 keys per block)
@@ -1953,13 +2023,7 @@ private Q_SLOTS:
         };
         const FlopSource source;
         for (const int seq : {1024, 8192}) {
-            BuildOptions options;
-            options.seq_len = seq;
-            const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
-            const auto producer = graph->producers();
-            const auto layers = layersByModule(*graph);
-            const Layer& block = *std::find_if(layers.begin(), layers.end(),
-                                               [](const Layer& l) { return l.kind == LayerKind::Block; });
+            const auto [graph, producer, block] = firstBlockOf("llama2-7b", seq);
             double flops = 0;
             for (const auto id : block.ops)
                 if (graph->op(id).kind == OpKind::FlashAttention)

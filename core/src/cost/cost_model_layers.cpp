@@ -54,6 +54,8 @@ LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework,
     layout.cp_merge_bytes_per_element = framework.cp_merge_bytes_per_element;
     layout.cp_dkv_bytes_per_element = framework.cp_dkv_bytes_per_element;
     layout.tp_overlap_serial_chunks = framework.tp_overlap_serial_chunks;
+    layout.tp_overlap_by_pattern = framework.tp_overlap_by_pattern;
+    layout.tp_gathers_fp8_tensorwise = framework.tp_gathers_fp8_tensorwise;
     layout.tp_backward_comm_async = framework.tp_backward_comm_async;
     // torchtitan's per-op AC is PyTorch's selective checkpointing policy; Megatron's --recompute-modules are
     // module checkpoints whose outputs stay alive for the ops that consume them.
@@ -114,7 +116,7 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
               ',', static_cast<int>(c.recompute), ',', join(c.recompute_modules, "+"), ',', layout.tp_group.per_node,
               ',', layout.cp_group.per_node, ',', layout.ep_group.per_node, ',', layout.loss_saved_bytes_per_logit, ',',
               layout.loss_working_bytes_per_logit, ',', layout.selective_checkpoint_policy,
-              layout.policy_caches_attention, ',',
+              layout.policy_caches_attention, layout.tp_overlap_by_pattern, layout.tp_gathers_fp8_tensorwise, ',',
               // Every layout term a framework sets (CP exchange, TP-overlap chunking, loss bytes) follows from it.
               static_cast<int>(c.framework), '|', pattern);
     std::lock_guard lock(m_cacheMutex);

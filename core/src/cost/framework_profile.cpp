@@ -234,6 +234,10 @@ FrameworkProfile torchtitan()
     // _fused_matmul_reduce_scatter_impl): the shards are consumed one by one by separate matmuls on the current
     // stream while copy engines move the next shard, so each GEMM runs as tp GEMMs of m / tp rows.
     p.tp_overlap_serial_chunks = true;
+    p.tp_overlap_by_pattern = true;
+    // torchtitan/models/llama3/infra/parallelize.py: float8 TP (torchao's Float8ColwiseParallel / RowwiseParallel)
+    // for tensorwise recipes only; rowwise recipes run regular TP.
+    p.tp_gathers_fp8_tensorwise = true;
     p.cp_comm = CpComm::AllGather;
     p.cp_merge_bytes_per_element = 38;
     p.cp_dkv_bytes_per_element = 4;

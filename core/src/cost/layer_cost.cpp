@@ -268,7 +268,28 @@ struct OverlappedCollective
     double comm_fwd = 0, comm_bwd = 0; ///< collective seconds
     double gemm_fwd = 0, gemm_bwd = 0; ///< seconds of the GEMMs they run under
     bool recomputed = false; ///< the forward collective repeats in backward with the recomputation
+    bool fwd_fused = true, bwd_fused = true; ///< the overlap applies (FrameworkProfile::tp_overlap_by_pattern)
 };
+
+/**
+ * Which of a linear's sequence-parallel collectives TP overlap can fuse with its GEMMs. Transformer Engine overlaps
+ * them all. PyTorch's async TP rewrites collective + matmul pairs (FrameworkProfile::tp_overlap_by_pattern): a
+ * gather fuses only into a GEMM that reads the gathered 16-bit or float8 tensor as it is, so not where a rowwise
+ * float8 cast sits between them; a reduce-scatter only into the single GEMM producing its input, so not a column
+ * input's gradient summed over its `consumers` linears.
+ */
+struct TpFusion
+{
+    bool column_fwd = true, column_bwd = true; ///< the input's all-gather; its gradient's reduce-scatter
+    bool row_fwd = true, row_bwd = true; ///< the output's reduce-scatter; its gradient's all-gather
+};
+
+TpFusion tpFusionOf(const LayerLayout& layout, bool rowwiseFp8, int consumers)
+{
+    if (!layout.tp_overlap_by_pattern)
+        return {};
+    return {!rowwiseFp8, consumers <= 1, true, !rowwiseFp8};
+}
 
 double exposedTime(double comm, double gemm, int tp)
 {
@@ -472,6 +493,17 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     double cpKvBytes = 0; ///< local K and V (kv heads only under GQA)
     double cpOutElements = 0; ///< elements of the local attention output
 
+    // GEMMs reading each column-parallel input (Q, K and V read one; gate and up another): autograd sums their
+    // input gradients before the reduce-scatter.
+    std::unordered_map<TensorId, int> columnConsumers;
+    for (const auto id : layer.ops) {
+        const Op& op = graph.op(id);
+        if (isGemm(op.kind) && !op.inputs.empty()
+            && (op.tp_role == TpRole::Column
+                || (op.tp_role == TpRole::Vocab && (op.kind == OpKind::Linear || op.kind == OpKind::MatMul))))
+            ++columnConsumers[op.inputs.front()];
+    }
+
     for (std::size_t i = 0; i < layer.ops.size(); ++i) {
         const Op& op = graph.op(layer.ops[i]);
         const bool split = splitsByTp(op.tp_role) || layout.sequence_parallel;
@@ -489,10 +521,16 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         const bool gathersInputOp = op.tp_role == TpRole::Column
             || (op.tp_role == TpRole::Vocab && (op.kind == OpKind::Linear || op.kind == OpKind::MatMul));
         const bool reducesOutputOp = op.tp_role == TpRole::Row;
-        const int chunks = tp > 1 && layout.sequence_parallel && layout.tp_comm_overlap
-                && layout.tp_overlap_serial_chunks && isGemm(op.kind) && (gathersInputOp || reducesOutputOp)
-            ? tp
-            : 1;
+        const bool rowwiseFp8 = runsInFp8(op, layout) && layout.fp8_recipe == Float8Recipe::Rowwise;
+        const auto consumers = columnConsumers.find(op.inputs.empty() ? -1 : op.inputs.front());
+        const TpFusion fusion
+            = tpFusionOf(layout, rowwiseFp8, consumers == columnConsumers.end() ? 1 : consumers->second);
+        const bool chunked = tp > 1 && layout.sequence_parallel && layout.tp_comm_overlap
+            && layout.tp_overlap_serial_chunks && isGemm(op.kind);
+        const int chunks
+            = chunked && ((gathersInputOp && fusion.column_fwd) || (reducesOutputOp && fusion.row_fwd)) ? tp : 1;
+        const int chunksBwd
+            = chunked && ((gathersInputOp && fusion.column_bwd) || (reducesOutputOp && fusion.row_bwd)) ? tp : 1;
         double fwd = 0, bwdIn = 0, bwdW = 0;
         if (isGemm(op.kind) && fwdFlops > 0) {
             const Gemm g = gemmOf(graph, op, fwdFlops, op.kind == OpKind::MoeExperts ? layout.etp : (split ? tp : 1));
@@ -510,10 +548,10 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             const double m = g.m * groups.padding;
             const double mc = m / chunks;
             fwd = std::max(chunks * source.matmulTime(mc, g.n, g.k, gemmType) * rowwise, weights);
-            bwdIn = bwdInputFlops > 0
-                ? std::max(chunks * source.matmulTime(mc, g.k, g.n, gemmType) * rowwise * bwdInputFlops / fwdFlops,
-                           weights)
-                : 0;
+            bwdIn = bwdInputFlops > 0 ? std::max(chunksBwd * source.matmulTime(m / chunksBwd, g.k, g.n, gemmType)
+                                                     * rowwise * bwdInputFlops / fwdFlops,
+                                                 weights)
+                                      : 0;
             // The weight-gradient GEMM reduces over all m rows at once (it is not part of the pipelined overlap).
             bwdW = bwdWeightFlops > 0
                 ? std::max(source.matmulTime(g.k, g.n, m, gemmType) * rowwise * bwdWeightFlops / fwdFlops, weights)
@@ -634,13 +672,20 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                 || (op.tp_role == TpRole::Vocab && (op.kind == OpKind::Linear || op.kind == OpKind::MatMul));
             // The embedding's reduce-scatter has no GEMM to hide under; the others overlap when asked to.
             const bool overlap = sp && layout.tp_comm_overlap && isGemm(op.kind);
+            // Tensorwise float8 TP gathers the 1-byte casts (FrameworkProfile::tp_gathers_fp8_tensorwise).
+            const double gatherShare = layout.tp_gathers_fp8_tensorwise && runsInFp8(op, layout)
+                    && layout.fp8_recipe == Float8Recipe::Tensorwise
+                ? 1.0 / dtypeBytes(dtype)
+                : 1.0;
             if (reducesOutput && !op.outputs.empty()) {
                 const double bytes = bytesOf.full(op.outputs.front());
                 const double forward = source.collectiveTime(sp ? Collective::ReduceScatter : Collective::AllReduce,
                                                              bytes, layout.tp_group);
-                const double backward = sp ? source.collectiveTime(Collective::AllGather, bytes, layout.tp_group) : 0;
+                const double backward
+                    = sp ? source.collectiveTime(Collective::AllGather, bytes * gatherShare, layout.tp_group) : 0;
                 if (overlap) {
-                    overlapped.push_back({forward, backward, fwd, bwdIn, !instanceOf[i].empty()});
+                    overlapped.push_back(
+                        {forward, backward, fwd, bwdIn, !instanceOf[i].empty(), fusion.row_fwd, fusion.row_bwd});
                 } else {
                     tpFwd += forward;
                     tpBwd += backward;
@@ -657,12 +702,13 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                 if (columnInputs.insert(input).second) {
                     const double bytes = bytesOf.full(input);
                     const double forward
-                        = sp ? source.collectiveTime(Collective::AllGather, bytes, layout.tp_group) : 0;
+                        = sp ? source.collectiveTime(Collective::AllGather, bytes * gatherShare, layout.tp_group) : 0;
                     const double backward = source.collectiveTime(
                         sp ? Collective::ReduceScatter : Collective::AllReduce, bytes, layout.tp_group);
                     if (overlap) {
                         overlappedInput.emplace(input, overlapped.size());
-                        overlapped.push_back({forward, backward, 0, 0, !instanceOf[i].empty()});
+                        overlapped.push_back(
+                            {forward, backward, 0, 0, !instanceOf[i].empty(), fusion.column_fwd, fusion.column_bwd});
                     } else if (layout.tp_backward_comm_async) {
                         // Megatron keeps the sharded input and gathers it again for the wgrad GEMM.
                         tpFwd += forward;
@@ -820,9 +866,9 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     }
 
     for (const auto& o : overlapped) {
-        const double forward = exposedTime(o.comm_fwd, o.gemm_fwd, tp);
+        const double forward = o.fwd_fused ? exposedTime(o.comm_fwd, o.gemm_fwd, tp) : o.comm_fwd;
         tpFwd += forward;
-        tpBwd += exposedTime(o.comm_bwd, o.gemm_bwd, tp);
+        tpBwd += o.bwd_fused ? exposedTime(o.comm_bwd, o.gemm_bwd, tp) : o.comm_bwd;
         if (o.recomputed)
             tpRecompute += forward;
     }

@@ -187,6 +187,19 @@ struct FrameworkProfile
         rows (PyTorch async TP). Transformer Engine spreads the chunks over several compute streams, which keeps
         the SMs as full as one large GEMM. */
     bool tp_overlap_serial_chunks = false;
+    /** TP communication overlap is a compiler rewrite of collective + matmul pairs (PyTorch async TP,
+        torch/_inductor/fx_passes/micro_pipeline_tp.py): an all-gather fuses only into matmuls that read the gathered
+        tensor as it is (_find_consumer_matmuls), a reduce-scatter only into the one matmul that produces its input
+        (fuse_matmul_reduce_scatter via _find_producer_matmul). So the input gradient of a column input read by
+        several linears (Q, K, V; gate, up), which autograd sums, is reduce-scattered unfused, and so is every gather
+        whose result is cast before its GEMM (rowwise float8, whose TP gathers 16-bit tensors). Transformer Engine's
+        userbuffers overlap every sequence-parallel collective. */
+    bool tp_overlap_by_pattern = false;
+    /** Tensorwise float8 linears under TP all-gather their input, and in backward their output's gradient, already
+        cast to float8: 1 byte per element (torchao float8/float8_tensor_parallel.py: Float8ColwiseParallel casts
+        before the redistribute, Float8RowwiseParallel's NoopFwToFloat8BwDynamic casts the gradient before the
+        reduce-scatter's backward gathers it). The reduce-scatters sum in 16 bits. */
+    bool tp_gathers_fp8_tensorwise = false;
     /** A column-parallel linear's backward launches its TP collectives asynchronously beside its own GEMMs: the
         input gradient's all-reduce (reduce-scatter under SP) runs under the weight-gradient GEMM, and under SP the
         re-gather of the saved (sharded) input runs under the input-gradient GEMM. Otherwise the backward waits for

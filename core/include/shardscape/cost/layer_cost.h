@@ -56,6 +56,10 @@ struct LayerLayout
     double cp_dkv_bytes_per_element = 2;
     /** TP overlap runs its GEMMs as tp sequential chunks of m / tp rows (FrameworkProfile). */
     bool tp_overlap_serial_chunks = false;
+    /** TP overlap fuses a collective only with a matmul that reads or writes it directly (FrameworkProfile). */
+    bool tp_overlap_by_pattern = false;
+    /** Tensorwise FP8 linears gather their input and output gradient in FP8 (FrameworkProfile). */
+    bool tp_gathers_fp8_tensorwise = false;
     /** Column-parallel backward collectives run beside the linear's own GEMMs (FrameworkProfile). */
     bool tp_backward_comm_async = false;
     /** The FP8 scaling recipe of the linears when fp8_linears is on. */
