@@ -496,6 +496,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     // GEMMs reading each column-parallel input (Q, K and V read one; gate and up another): autograd sums their
     // input gradients before the reduce-scatter.
     std::unordered_map<TensorId, int> columnConsumers;
+    std::unordered_set<TensorId> fp8CastInputs; ///< column inputs already cast to float8 before their gather
     for (const auto id : layer.ops) {
         const Op& op = graph.op(id);
         if (isGemm(op.kind) && !op.inputs.empty()
@@ -564,7 +565,21 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             }
             if (fp8) {
                 // Dynamic-scaling casts of each GEMM's operands (the recipe decides which are cast again).
-                const Fp8Casts casts = fp8CastsOf(g.m, g.n, g.k, layout.fp8_recipe);
+                Fp8Casts casts = fp8CastsOf(g.m, g.n, g.k, layout.fp8_recipe);
+                if (tp > 1 && layout.sequence_parallel && layout.tp_gathers_fp8_tensorwise
+                    && layout.fp8_recipe == Float8Recipe::Tensorwise) {
+                    // Float8 TP casts sequence shards before gathering them (torchao float8_tensor_parallel.py):
+                    // PrepareFloat8ModuleInput casts a module's input once for all its linears (Q, K and V read
+                    // that one float8 copy), and Float8RowwiseParallel's output casts its gradient in backward
+                    // before the gather.
+                    if (gathersInputOp && !op.inputs.empty()) {
+                        casts.fwd -= g.m * g.k;
+                        if (fp8CastInputs.insert(op.inputs.front()).second)
+                            casts.fwd += g.m * g.k / tp;
+                    }
+                    if (reducesOutputOp)
+                        casts.bwd_input -= g.m * g.n * (1 - 1.0 / tp);
+                }
                 fwd += source.memoryTime(kFp8CastBytesPerElement * casts.fwd);
                 bwdIn += source.memoryTime(kFp8CastBytesPerElement * casts.bwd_input);
                 bwdW += source.memoryTime(kFp8CastBytesPerElement * casts.bwd_weight);
