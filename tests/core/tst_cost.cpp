@@ -2000,6 +2000,17 @@ private Q_SLOTS:
         overlap.fp8_recipe = Float8Recipe::Rowwise;
         QVERIFY(relativeError(tpComm(overlap), 2 * c / 8 + 6 * c) < 1e-9);
 
+        // Its fused reduce-scatter sums the tp partial products in a kernel of its own: the o_proj and down_proj
+        // outputs are read whole and written as the 1/tp shard, (1 + 1/8) C each on a 1 ps per byte stream.
+        const TrafficOnlySource traffic;
+        LayerLayout te = layout;
+        te.tp_comm_overlap = true;
+        LayerLayout pattern = te;
+        pattern.tp_overlap_by_pattern = true;
+        const double extra = computeLayerCost(*f.graph, f.producer, f.block, pattern, traffic).forward
+            - computeLayerCost(*f.graph, f.producer, f.block, te, traffic).forward;
+        QVERIFY2(relativeError(extra, 2 * c * (1 + 1.0 / 8)) < 1e-9, std::to_string(extra / c).c_str());
+
         // Tensorwise float8 TP gathers 1-byte casts (torchao's Float8ColwiseParallel / RowwiseParallel): the four
         // gathers cost half, the reduce-scatters stay 16-bit: 4 C / 2 + 4 C.
         LayerLayout fp8 = layout;

@@ -584,6 +584,14 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                 bwdIn += source.memoryTime(kFp8CastBytesPerElement * casts.bwd_input);
                 bwdW += source.memoryTime(kFp8CastBytesPerElement * casts.bwd_weight);
             }
+            if (tp > 1 && layout.sequence_parallel && layout.tp_comm_overlap && layout.tp_overlap_by_pattern
+                && reducesOutputOp && fusion.row_fwd && !op.outputs.empty()) {
+                // PyTorch's fused matmul + reduce-scatter (torch/distributed/_symmetric_memory/__init__.py
+                // _fused_matmul_reduce_scatter_impl) sends each chunk's partial product to its owner and then sums
+                // the tp partials in a separate kernel on the compute stream: it reads the whole 16-bit product
+                // and writes the 1/tp shard.
+                fwd += source.memoryTime(bytesOf.full(op.outputs.front()) * (1 + 1.0 / tp));
+            }
         } else if (op.kind == OpKind::FlashAttention) {
             // Per ring step under context parallelism (see the cp block below): each of the cp steps covers an
             // equal share of the causal work, its thread blocks looping over about one chunk of S / (2 cp) keys
