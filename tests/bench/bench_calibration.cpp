@@ -91,6 +91,7 @@ std::string shortSeries(const std::string& series)
         {"torchtitan_docs_performance_2024_08", "tt-doc"},
         {"torchtitan_benchmark_h100_2024_12", "tt-h100"},
         {"torchtitan_asynctp_h100_2025_06", "tt-atp25"},
+        {"torchtitan_trainy_h200_2025_06", "tt-h200"},
         {"mosaicml_llm_foundry_mpt_benchmarks", "mpt"},
     };
     const auto it = names.find(series);

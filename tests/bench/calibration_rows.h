@@ -249,7 +249,7 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
         return r;
     }
     if (series == "torchtitan_docs_performance_2024_08" || series == "torchtitan_benchmark_h100_2024_12"
-        || series == "torchtitan_asynctp_h100_2025_06") {
+        || series == "torchtitan_asynctp_h100_2025_06" || series == "torchtitan_trainy_h200_2025_06") {
         r.llama = true;
         r.tied = false;
         r.learned_positions = false;
@@ -319,6 +319,8 @@ inline std::optional<std::string> devicePresetFor(const std::string& gpuType)
     // torchtitan's 96 GB HBM2e parts capped at 500 W (a caveat, not a different preset).
     if (contains(gpuType, "H100"))
         return std::string("h100-sxm");
+    if (contains(gpuType, "H200"))
+        return std::string("h200");
     return std::nullopt;
 }
 
