@@ -649,6 +649,11 @@ inline Case makeCase(const nlohmann::json& row)
     p.fp8_linears = contains(precision, "float8") || contains(precision, "fp8");
     if (p.fp8_linears && contains(precision, "rowwise"))
         p.fp8_recipe = Float8Recipe::Rowwise;
+    // torchtitan's enable_fsdp_float8_all_gather is off by default; the rows whose job config turned it on say so.
+    if (p.framework == Framework::Torchtitan && !contains(toLower(framework), "float8 fsdp all-gather")) {
+        c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
+        c.framework_profile->fsdp_gathers_fp8_tensorwise = false;
+    }
     if (contains(toLower(framework), "asynctp") || contains(toLower(framework), "async tp")) {
         p.tp_comm_overlap = p.sequence_parallel;
         // torchtitan refuses async TP without torch.compile (parallelize.py apply_tp), so the run was compiled.

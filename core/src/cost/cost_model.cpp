@@ -104,6 +104,7 @@ std::size_t layerSignature(const ModelGraph& graph, const Layer& layer)
 std::pair<double, double> shardedDpExposedTime(const ParallelConfig& c, const FrameworkProfile& framework,
                                                const CostParams& params, const CostSource& source, int first,
                                                const std::vector<double>& layerDense,
+                                               const std::vector<double>& layerFp8Gathered,
                                                const std::vector<const LayerCost*>& costs, const GroupShape& group,
                                                DType dtype)
 {
@@ -120,7 +121,9 @@ std::pair<double, double> shardedDpExposedTime(const ParallelConfig& c, const Fr
         const LayerCost& lc = *costs[static_cast<std::size_t>(first) + i];
         const double ahead
             = framework.zero3_prefetch_elements > 0 ? std::min(1.0, framework.zero3_prefetch_elements / elements) : 1.0;
-        const double gather = source.collectiveTime(Collective::AllGather, elements * weightBytes, group)
+        const double fp8 = i < layerFp8Gathered.size() ? layerFp8Gathered[i] : 0.0;
+        const double gather
+            = source.collectiveTime(Collective::AllGather, (elements - fp8) * weightBytes + fp8 * 1.0, group)
             + framework.sharded_dp_overhead_s;
         const double scatter = source.collectiveTime(Collective::ReduceScatter, elements * gradBytes, group)
             + framework.sharded_dp_overhead_s;
@@ -135,6 +138,32 @@ std::pair<double, double> shardedDpExposedTime(const ParallelConfig& c, const Fr
         backward += scatter - std::min(overlap * scatter, scatterUnder);
     }
     return {forward, backward};
+}
+
+/** Whether FSDP all-gathers the float8 linears' weights as float8 (FrameworkProfile::fsdp_gathers_fp8_tensorwise):
+    tensorwise recipes with the weights sharded over more than one rank, as the torchtitan export configures it. */
+bool fsdpGathersFp8(const FrameworkProfile& framework, const ParallelConfig& c)
+{
+    return framework.fsdp_gathers_fp8_tensorwise && c.fp8_linears && c.fp8_recipe == Float8Recipe::Tensorwise
+        && c.zero_stage == 3 && c.dp * c.cp > 1;
+}
+
+/** Per-device elements of the weights of a layer's float8 linears (the roles LayerLayout's FP8 covers: column, row
+    and replicated linears; not the vocabulary projection or the embedding). */
+double fp8LinearWeightElements(const ModelGraph& graph, const Layer& layer, int tp)
+{
+    double elements = 0;
+    std::unordered_set<TensorId> seen;
+    for (const auto id : layer.ops) {
+        const Op& op = graph.op(id);
+        if (op.kind != OpKind::Linear || op.params.empty()
+            || (op.tp_role != TpRole::Column && op.tp_role != TpRole::Row && op.tp_role != TpRole::Replicated))
+            continue;
+        const Tensor& weight = graph.tensor(op.params.front());
+        if (seen.insert(op.params.front()).second)
+            elements += static_cast<double>(weight.elements()) / (weight.tp_sharded ? tp : 1);
+    }
+    return elements;
 }
 
 double adamStepBytesPerParam()
@@ -489,8 +518,13 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
                 = m_source->collectiveTime(Collective::ReduceScatter, dense * gradCommBytes, denseZeroGrads);
             const double gather = m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero);
             if (c.zero_stage >= 3) {
+                std::vector<double> layerFp8;
+                if (fsdpGathersFp8(framework, c))
+                    for (int l = chunk.first; l <= chunk.last; ++l)
+                        layerFp8.push_back(
+                            fp8LinearWeightElements(*m_graph, m_layers[static_cast<std::size_t>(l)], c.tp));
                 chunk.shardedDpExposed = shardedDpExposedTime(c, framework, m_params, *m_source, chunk.first,
-                                                              layerDense, costs, denseZero, m_graph->dtype);
+                                                              layerDense, layerFp8, costs, denseZero, m_graph->dtype);
                 stage.forward += chunk.shardedDpExposed.first;
                 stage.backward_input += chunk.shardedDpExposed.second;
                 stage.grad_sync = expertSyncTime;

@@ -205,6 +205,7 @@ FrameworkProfile torchtitan()
     p.master_bytes = 0;
     p.zero3_unsharded_grad_bytes = 2 + 4;
     p.keeps_last_forward_gather = true;
+    p.fsdp_gathers_fp8_tensorwise = true;
     p.loss_working_bytes_per_logit = 8;
     p.loss_parallel_eager_working_bytes_per_logit = 12;
     p.compiles_loss = true;

@@ -100,6 +100,10 @@ struct FrameworkProfile
         (FSDPParamGroup.wait_for_unshard stores it in comm_ctx.all_gather_state to overlap that copy-out with the
         next gather), so the last module's gathered bytes stay allocated through the whole backward. */
     bool keeps_last_forward_gather = false;
+    /** With tensorwise float8 linears under FSDP, the linears' sharded weights are cast to float8 before the
+        all-gather, which then moves 1 byte per element (torchao's enable_fsdp_float8_all_gather, which the
+        torchtitan export turns on for such plans: torchtitan/components/quantization/float8.py). */
+    bool fsdp_gathers_fp8_tensorwise = false;
 
     // --- loss --------------------------------------------------------------------------------------------------
     /** Bytes per logit saved for the loss's backward (fp32 softmax / log-softmax). Replaces the 16-bit logits. */
