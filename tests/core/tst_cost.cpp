@@ -155,7 +155,7 @@ Qwen3MoeBlock qwen3MoeBlock()
     return b;
 }
 
-/** A preset's first block at one sequence length, costed from the H100 datasheet under any layout. */
+/** A preset's (or any graph's) first block, costed from the H100 datasheet or a given source under any layout. */
 struct PresetBlock
 {
     std::shared_ptr<const ModelGraph> graph;
@@ -163,21 +163,30 @@ struct PresetBlock
     std::vector<Layer> layers;
     std::shared_ptr<const CostSource> source;
 
+    explicit PresetBlock(std::shared_ptr<const ModelGraph> g)
+        : graph(std::move(g))
+        , producer(graph->producers())
+        , layers(layersByModule(*graph))
+        , source(makeDatasheetCostSource(loadCluster("h100-sxm", 1, 8), {}))
+    {
+    }
     PresetBlock(const std::string& preset, std::int64_t seqLen)
+        : PresetBlock(presetGraph(preset, seqLen))
+    {
+    }
+    const Layer& block() const { return firstBlock(layers); }
+    LayerCost cost(const LayerLayout& layout) const { return cost(layout, *source); }
+    LayerCost cost(const LayerLayout& layout, const CostSource& with) const
+    {
+        return computeLayerCost(*graph, producer, block(), layout, with);
+    }
+
+private:
+    static std::shared_ptr<const ModelGraph> presetGraph(const std::string& preset, std::int64_t seqLen)
     {
         BuildOptions options;
         options.seq_len = seqLen;
-        graph = std::make_shared<const ModelGraph>(loadModel(preset, options));
-        producer = graph->producers();
-        layers = layersByModule(*graph);
-        source = makeDatasheetCostSource(loadCluster("h100-sxm", 1, 8), {});
-    }
-    LayerCost cost(const LayerLayout& layout) const
-    {
-        for (const auto& layer : layers)
-            if (layer.kind == LayerKind::Block)
-                return computeLayerCost(*graph, producer, layer, layout, *source);
-        throw std::logic_error("no block");
+        return std::make_shared<const ModelGraph>(loadModel(preset, options));
     }
 };
 
@@ -226,32 +235,6 @@ public:
     double p2pTime(double, bool) const override { return 0; }
     double minKernelTime() const override { return 0; }
 };
-
-/** A graph with what computeLayerCost needs for its first transformer block. */
-struct FirstBlock
-{
-    std::shared_ptr<const ModelGraph> graph;
-    std::vector<OpId> producer;
-    Layer block;
-};
-
-FirstBlock firstBlockOf(std::shared_ptr<const ModelGraph> graph)
-{
-    const auto layers = layersByModule(*graph);
-    const auto block
-        = std::find_if(layers.begin(), layers.end(), [](const Layer& l) { return l.kind == LayerKind::Block; });
-    if (block == layers.end())
-        throw std::logic_error("the graph has no transformer block");
-    auto producer = graph->producers();
-    return {std::move(graph), std::move(producer), *block};
-}
-
-FirstBlock firstBlockOf(const std::string& preset, int seqLen)
-{
-    BuildOptions options;
-    options.seq_len = seqLen;
-    return firstBlockOf(std::make_shared<const ModelGraph>(loadModel(preset, options)));
-}
 
 /** Collectives cost 1 ps per byte and every GEMM a whole second: whatever TP overlap fuses hides all but its
     first chunk, and what it does not fuse stays whole. */
@@ -1862,32 +1845,33 @@ private Q_SLOTS:
             double p2pTime(double bytes, bool) const override { return bytes * p; }
             double minKernelTime() const override { return 0; }
         };
-        const auto [graph, producer, block] = firstBlockOf("llama2-7b", 8192);
+        const PresetBlock block("llama2-7b", 8192);
         LayerLayout layout;
         layout.cp = 4;
         layout.cp_group = {4, 8};
         RingSource instant; // attention takes no time: nothing hides
         // P2P ring, 16-bit dK/dV: forward 3 K/V sends; backward 3 K/V+dK/dV sends and the final dK/dV return.
-        const LayerCost p2p = computeLayerCost(*graph, producer, block, layout, instant);
+        const LayerCost p2p = block.cost(layout, instant);
         const double kv = p2p.other_comm / (10 * instant.p); // 3 + 3 x 2 + 1 K/V-sized transfers
-        const double kvExpected = 2.0 * 8192 / 4 * 4096 * dtypeBytes(graph->dtype) / static_cast<double>(graph->batch);
+        const double kvExpected
+            = 2.0 * 8192 / 4 * 4096 * dtypeBytes(block.graph->dtype) / static_cast<double>(block.graph->batch);
         QVERIFY(relativeError(kv, kvExpected) < 1e-12);
         // All-gather of cp x K/V under the first step only, forward and backward; fp32 dK/dV (2 kv) on a ring,
         // cp - 1 transfers of which only the overlapped ones hide.
         layout.cp_comm = CpComm::AllGather;
         layout.cp_dkv_bytes_per_element = 4;
-        const LayerCost gathered = computeLayerCost(*graph, producer, block, layout, instant);
+        const LayerCost gathered = block.cost(layout, instant);
         QVERIFY(relativeError(gathered.other_comm, 2 * 4 * kv * instant.c + 3 * 2 * kv * instant.p) < 1e-12);
         // Attention far longer than any transfer: only the final dK/dV return stays exposed (P2P).
         RingSource slow;
         slow.a = 1;
         layout.cp_comm = CpComm::P2PRing;
         layout.cp_dkv_bytes_per_element = 2;
-        const LayerCost hidden = computeLayerCost(*graph, producer, block, layout, slow);
+        const LayerCost hidden = block.cost(layout, slow);
         QVERIFY(relativeError(hidden.other_comm, kv * slow.p) < 1e-12);
         // ... and, with recomputation, the forward ring is not repeated when it hides.
         layout.recompute = RecomputeKind::Full;
-        const LayerCost recomputed = computeLayerCost(*graph, producer, block, layout, slow);
+        const LayerCost recomputed = block.cost(layout, slow);
         QVERIFY(relativeError(recomputed.other_comm, kv * slow.p) < 1e-12);
     }
 
@@ -1895,15 +1879,15 @@ private Q_SLOTS:
     {
         // Tensorwise casts input, weight and grad_output once each; rowwise casts each of them for both GEMMs it
         // enters: exactly twice the cast traffic on a traffic-only source.
-        const auto [graph, producer, block] = firstBlockOf("llama2-7b", 2048);
+        const PresetBlock block("llama2-7b", 2048);
         const TrafficOnlySource source;
         LayerLayout layout;
         const auto total = [&](const LayerCost& c) { return c.forward + c.backward_input + c.backward_weight; };
-        const double bf16 = total(computeLayerCost(*graph, producer, block, layout, source));
+        const double bf16 = total(block.cost(layout, source));
         layout.fp8_linears = true;
-        const double tensorwise = total(computeLayerCost(*graph, producer, block, layout, source));
+        const double tensorwise = total(block.cost(layout, source));
         layout.fp8_recipe = Float8Recipe::Rowwise;
-        const double rowwise = total(computeLayerCost(*graph, producer, block, layout, source));
+        const double rowwise = total(block.cost(layout, source));
         QVERIFY(tensorwise > bf16);
         QVERIFY(relativeError(rowwise - bf16, 2 * (tensorwise - bf16)) < 1e-9);
     }
@@ -1948,7 +1932,7 @@ private Q_SLOTS:
     void serialOverlapChunksAreSmallerGemms()
     {
         // With serial chunks, a column-parallel GEMM beside an overlapped all-gather costs tp GEMMs of m / tp rows.
-        const auto [graph, producer, block] = firstBlockOf(korthikantiGraph());
+        const PresetBlock block(korthikantiGraph());
         const auto source = makeDatasheetCostSource(h100Node(), {});
         LayerLayout layout;
         layout.micro_batch = kBatch;
@@ -1956,9 +1940,9 @@ private Q_SLOTS:
         layout.tp_group = {8, 8};
         layout.sequence_parallel = true;
         layout.tp_comm_overlap = true;
-        const LayerCost concurrent = computeLayerCost(*graph, producer, block, layout, *source);
+        const LayerCost concurrent = block.cost(layout, *source);
         layout.tp_overlap_serial_chunks = true;
-        const LayerCost serial = computeLayerCost(*graph, producer, block, layout, *source);
+        const LayerCost serial = block.cost(layout, *source);
         QVERIFY(serial.forward > concurrent.forward);
         // Weight-gradient GEMMs are not chunked.
         QCOMPARE(serial.backward_weight, concurrent.backward_weight);
@@ -1974,14 +1958,13 @@ private Q_SLOTS:
         // A Llama 3 block under TP 8 with SP has four collectives each way, all of one tensor size (C seconds here):
         // the gathers of the attention and MLP inputs and the reduce-scatters of the o_proj and down_proj outputs,
         // and in backward the reverse. Vanilla TP exposes all eight: 8 C.
-        const FirstBlock f = firstBlockOf("llama3-8b", 4096);
+        const PresetBlock block("llama3-8b", 4096);
         const CollectiveOnlySource source;
         LayerLayout layout;
         layout.tp = 8;
         layout.tp_group = {8, 8};
         layout.sequence_parallel = true;
-        const auto tpComm
-            = [&](const LayerLayout& l) { return computeLayerCost(*f.graph, f.producer, f.block, l, source).tp_comm; };
+        const auto tpComm = [&](const LayerLayout& l) { return block.cost(l, source).tp_comm; };
         const double c = tpComm(layout) / 8;
         QVERIFY(c > 0);
 
@@ -2007,8 +1990,7 @@ private Q_SLOTS:
         te.tp_comm_overlap = true;
         LayerLayout pattern = te;
         pattern.tp_overlap_by_pattern = true;
-        const double extra = computeLayerCost(*f.graph, f.producer, f.block, pattern, traffic).forward
-            - computeLayerCost(*f.graph, f.producer, f.block, te, traffic).forward;
+        const double extra = block.cost(pattern, traffic).forward - block.cost(te, traffic).forward;
         QVERIFY2(relativeError(extra, 2 * c * (1 + 1.0 / 8)) < 1e-9, std::to_string(extra / c).c_str());
 
         // Tensorwise float8 TP gathers 1-byte casts (torchao's Float8ColwiseParallel / RowwiseParallel): the four
@@ -2074,15 +2056,15 @@ private Q_SLOTS:
         };
         const FlopSource source;
         for (const int seq : {1024, 8192}) {
-            const auto [graph, producer, block] = firstBlockOf("llama2-7b", seq);
+            const PresetBlock block("llama2-7b", seq);
             double flops = 0;
-            for (const auto id : block.ops)
-                if (graph->op(id).kind == OpKind::FlashAttention)
-                    flops += graph->op(id).flops_fwd;
+            for (const auto id : block.block().ops)
+                if (block.graph->op(id).kind == OpKind::FlashAttention)
+                    flops += block.graph->op(id).flops_fwd;
             QVERIFY(flops > 0);
-            const LayerCost cost = computeLayerCost(*graph, producer, block, LayerLayout {}, source);
+            const LayerCost cost = block.cost(LayerLayout {}, source);
             const double keys = seq / 2.0;
-            const double share = 1.0 / static_cast<double>(graph->batch);
+            const double share = 1.0 / static_cast<double>(block.graph->batch);
             QVERIFY(relativeError(cost.forward, flops * share * 1e-15 * (keys + 256) / keys) < 1e-9);
         }
     }

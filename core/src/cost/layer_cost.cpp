@@ -142,6 +142,14 @@ bool runsInFp8(const Op& op, const LayerLayout& layout)
         && (op.tp_role == TpRole::Column || op.tp_role == TpRole::Row || op.tp_role == TpRole::Replicated);
 }
 
+/** Column-parallel ops all-gather their input under SP (all-reduce its gradient without): the column linears and the
+    vocabulary projection. */
+bool gathersItsInput(const Op& op)
+{
+    return op.tp_role == TpRole::Column
+        || (op.tp_role == TpRole::Vocab && (op.kind == OpKind::Linear || op.kind == OpKind::MatMul));
+}
+
 /**
  * Throughput of torchao's rowwise-scaled FP8 GEMM relative to the tensorwise one. torch._scaled_mm with per-row
  * scales runs a CUTLASS kernel whose epilogue multiplies every output by a row and a column scale (aten/src/ATen/
@@ -499,9 +507,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     std::unordered_set<TensorId> fp8CastInputs; ///< column inputs already cast to float8 before their gather
     for (const auto id : layer.ops) {
         const Op& op = graph.op(id);
-        if (isGemm(op.kind) && !op.inputs.empty()
-            && (op.tp_role == TpRole::Column
-                || (op.tp_role == TpRole::Vocab && (op.kind == OpKind::Linear || op.kind == OpKind::MatMul))))
+        if (isGemm(op.kind) && !op.inputs.empty() && gathersItsInput(op))
             ++columnConsumers[op.inputs.front()];
     }
 
@@ -519,10 +525,12 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         // per rank; Transformer Engine's ring-exchange userbuffers overlap, transformer_engine/pytorch/module/
         // base.py initialize_ub, likewise tp chunks). Where the framework runs the chunks one after another
         // (FrameworkProfile::tp_overlap_serial_chunks) they are tp smaller, less efficient GEMMs instead of one.
-        const bool gathersInputOp = op.tp_role == TpRole::Column
-            || (op.tp_role == TpRole::Vocab && (op.kind == OpKind::Linear || op.kind == OpKind::MatMul));
+        const bool gathersInputOp = gathersItsInput(op);
         const bool reducesOutputOp = op.tp_role == TpRole::Row;
         const bool rowwiseFp8 = runsInFp8(op, layout) && layout.fp8_recipe == Float8Recipe::Rowwise;
+        // Tensorwise float8 TP (FrameworkProfile::tp_gathers_fp8_tensorwise) casts before it gathers.
+        const bool fp8TensorwiseTp = tp > 1 && layout.sequence_parallel && layout.tp_gathers_fp8_tensorwise
+            && runsInFp8(op, layout) && layout.fp8_recipe == Float8Recipe::Tensorwise;
         const auto consumers = columnConsumers.find(op.inputs.empty() ? -1 : op.inputs.front());
         const TpFusion fusion
             = tpFusionOf(layout, rowwiseFp8, consumers == columnConsumers.end() ? 1 : consumers->second);
@@ -566,8 +574,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             if (fp8) {
                 // Dynamic-scaling casts of each GEMM's operands (the recipe decides which are cast again).
                 Fp8Casts casts = fp8CastsOf(g.m, g.n, g.k, layout.fp8_recipe);
-                if (tp > 1 && layout.sequence_parallel && layout.tp_gathers_fp8_tensorwise
-                    && layout.fp8_recipe == Float8Recipe::Tensorwise) {
+                if (fp8TensorwiseTp) {
                     // Float8 TP casts sequence shards before gathering them (torchao float8_tensor_parallel.py):
                     // PrepareFloat8ModuleInput casts a module's input once for all its linears (Q, K and V read
                     // that one float8 copy), and Float8RowwiseParallel's output casts its gradient in backward
@@ -691,15 +698,10 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             const bool sp = layout.sequence_parallel;
             const bool reducesOutput
                 = op.tp_role == TpRole::Row || (op.tp_role == TpRole::Vocab && op.kind == OpKind::Embedding);
-            const bool gathersInput = op.tp_role == TpRole::Column
-                || (op.tp_role == TpRole::Vocab && (op.kind == OpKind::Linear || op.kind == OpKind::MatMul));
             // The embedding's reduce-scatter has no GEMM to hide under; the others overlap when asked to.
             const bool overlap = sp && layout.tp_comm_overlap && isGemm(op.kind);
-            // Tensorwise float8 TP gathers the 1-byte casts (FrameworkProfile::tp_gathers_fp8_tensorwise).
-            const double gatherShare = layout.tp_gathers_fp8_tensorwise && runsInFp8(op, layout)
-                    && layout.fp8_recipe == Float8Recipe::Tensorwise
-                ? 1.0 / dtypeBytes(dtype)
-                : 1.0;
+            // Tensorwise float8 TP gathers the 1-byte casts.
+            const double gatherShare = fp8TensorwiseTp ? 1.0 / dtypeBytes(dtype) : 1.0;
             if (reducesOutput && !op.outputs.empty()) {
                 const double bytes = bytesOf.full(op.outputs.front());
                 const double forward = source.collectiveTime(sp ? Collective::ReduceScatter : Collective::AllReduce,
@@ -714,7 +716,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                     tpBwd += backward;
                 }
             }
-            if (gathersInput && !op.inputs.empty()) {
+            if (gathersInputOp && !op.inputs.empty()) {
                 const TensorId input = op.inputs.front();
                 if (sp && layout.sp_saves_gathered_inputs
                     && std::find(op.saved.begin(), op.saved.end(), input) != op.saved.end()) {
