@@ -195,6 +195,16 @@ double relativeError(double actual, double expected)
     return std::fabs(actual - expected) / std::fabs(expected);
 }
 
+/** One node's tensor-parallel layout with sequence parallelism: the collectives' closed forms use it. */
+LayerLayout sequenceParallelLayout(int tp)
+{
+    LayerLayout layout;
+    layout.tp = tp;
+    layout.tp_group = {tp, 8};
+    layout.sequence_parallel = true;
+    return layout;
+}
+
 /** The datasheet source with every GEMM scaled by `gemmScale`: isolates how communication hides under GEMMs. */
 class ScaledGemmSource final : public CostSource
 {
@@ -541,6 +551,50 @@ private Q_SLOTS:
         QVERIFY(relativeError(lc.activation_bytes - model.layerCost(index, c).activation_bytes,
                               tokens * (2.0 * t.hidden + 4.0 * t.num_heads))
                 < 1e-9);
+    }
+
+    void torchtitanPerOpPolicyGathersAgainAndKeepsReduceScatters()
+    {
+        // torchtitan's per-op policy saves reduce_scatter_tensor and not all_gather_into_tensor (_save_list in
+        // parallelize_llama.py at 820504e). Under TP 8 with SP, a Llama 3 block therefore gathers the attention and
+        // MLP inputs again in backward (the weight gradients of wq, wv and w1, which the policy caches, read them)
+        // and never repeats a reduce-scatter. Every collective is C here and every GEMM one second. Vanilla TP
+        // exposes its eight forward and backward collectives and the two gathers: 10 C. Full recomputation repeats
+        // all four forward collectives: 12 C.
+        const PresetBlock block("llama3-8b", 4096);
+        const CollectiveOnlySource source;
+        LayerLayout none = sequenceParallelLayout(8);
+        none.selective_checkpoint_policy = true;
+        const double c = block.cost(none, source).tp_comm / 8;
+        QVERIFY(c > 0);
+        LayerLayout policy = none;
+        policy.recompute = RecomputeKind::Selective;
+        QVERIFY2(relativeError(block.cost(policy, source).tp_comm, 10 * c) < 1e-9,
+                 std::to_string(block.cost(policy, source).tp_comm / c).c_str());
+        LayerLayout full = none;
+        full.recompute = RecomputeKind::Full;
+        full.selective_checkpoint_policy = false;
+        QVERIFY(relativeError(block.cost(full, source).tp_comm, 12 * c) < 1e-9);
+        // Async TP fuses each repeated gather only into the recomputed GEMM that reads it as its left operand (wk;
+        // w3), so one chunk of each stays exposed: C / 8 twice beside the forward and backward 6 C / 8 + 2 C.
+        LayerLayout async = policy;
+        async.tp_comm_overlap = true;
+        async.tp_overlap_by_pattern = true;
+        QVERIFY2(relativeError(block.cost(async, source).tp_comm, 8 * c / 8 + 2 * c) < 1e-9,
+                 std::to_string(block.cost(async, source).tp_comm / c).c_str());
+
+        // Compiled, the partitioner recomputes only what the backward reads: wk and w3, not wo, whose output only
+        // the saved reduce-scatter reads (two GEMMs of one second). Eager recomputation runs wo as well, and so does
+        // the compiled block without SP, where the residual add that the second norm reads is recomputed from it.
+        QVERIFY(relativeError(block.cost(policy, source).recompute, 2) < 1e-12);
+        LayerLayout eager = policy;
+        eager.eager_kernels = true;
+        QVERIFY(relativeError(block.cost(eager, source).recompute, 3) < 1e-12);
+        LayerLayout single = policy;
+        single.tp = 1;
+        single.tp_group = {};
+        single.sequence_parallel = false;
+        QVERIFY(relativeError(block.cost(single, source).recompute, 3) < 1e-12);
     }
 
     void fsdpPeakIsTheWorstLayerNotASumOfMaxima()
@@ -1960,10 +2014,7 @@ private Q_SLOTS:
         // and in backward the reverse. Vanilla TP exposes all eight: 8 C.
         const PresetBlock block("llama3-8b", 4096);
         const CollectiveOnlySource source;
-        LayerLayout layout;
-        layout.tp = 8;
-        layout.tp_group = {8, 8};
-        layout.sequence_parallel = true;
+        const LayerLayout layout = sequenceParallelLayout(8);
         const auto tpComm = [&](const LayerLayout& l) { return block.cost(l, source).tp_comm; };
         const double c = tpComm(layout) / 8;
         QVERIFY(c > 0);

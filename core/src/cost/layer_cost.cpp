@@ -276,6 +276,7 @@ struct OverlappedCollective
     double comm_fwd = 0, comm_bwd = 0; ///< collective seconds
     double gemm_fwd = 0, gemm_bwd = 0; ///< seconds of the GEMMs they run under
     bool recomputed = false; ///< the forward collective repeats in backward with the recomputation
+    double gemm_recompute = 0; ///< seconds of the recomputed GEMMs the repeated collective runs under
     bool fwd_fused = true, bwd_fused = true; ///< the overlap applies (FrameworkProfile::tp_overlap_by_pattern)
 };
 
@@ -440,6 +441,13 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
 
     std::vector<std::string> instanceOf(layer.ops.size());
     std::unordered_map<OpId, std::size_t> indexOf;
+    /** What recomputing each op costs (forward seconds, executed and model FLOPs): a compiled policy drops the
+        recomputations the backward does not read, so they are taken back after the walk below. */
+    struct RecomputeShare
+    {
+        double seconds = 0, flops = 0, model_flops = 0;
+    };
+    std::vector<RecomputeShare> recomputeOf(layer.ops.size());
     const bool perOpPolicy = layout.selective_checkpoint_policy && layout.recompute == RecomputeKind::Selective
         && layer.kind == LayerKind::Block;
     int gemmCount = 0;
@@ -672,6 +680,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             if (keeps(t))
                 fullStash.insert(t);
         if (!instanceOf[i].empty()) {
+            recomputeOf[i] = {fwd, fwdFlops, op.flops_fwd * batchScale};
             cost.recompute += fwd;
             cost.recompute_flops += fwdFlops;
             cost.recompute_model_flops += op.flops_fwd * batchScale;
@@ -693,9 +702,18 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             lossLogits = op.inputs.front();
 
         // Megatron's tensor-parallel collectives (Shoeybi et al.; Korthikanti et al. for SP).
-        const double tpFwdBefore = tpFwd;
         if (tp > 1) {
             const bool sp = layout.sequence_parallel;
+            // Recomputing an op's forward repeats its forward collectives too (calibration fix: they were counted
+            // once, so full recomputation under TP was charged 2 all-reduces per block too few). torchtitan's
+            // per-op policy (_save_list in torchtitan/models/llama3/parallelize_llama.py at 820504e) saves
+            // reduce_scatter_tensor, so a row linear's reduce-scatter never repeats, and not
+            // all_gather_into_tensor, so every gathered column input is gathered again in backward, whichever of
+            // its linears the policy caches: their weight gradients read the gathered input. Compiled, the
+            // partitioner may recompute a collective a user's checkpoint policy tags
+            // (torch/_functorch/partitioners.py force_save_collectives).
+            const bool opRecomputed = !instanceOf[i].empty();
+            const bool policyOnSp = perOpPolicy && sp;
             const bool reducesOutput
                 = op.tp_role == TpRole::Row || (op.tp_role == TpRole::Vocab && op.kind == OpKind::Embedding);
             // The embedding's reduce-scatter has no GEMM to hide under; the others overlap when asked to.
@@ -708,12 +726,14 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                                                              bytes, layout.tp_group);
                 const double backward
                     = sp ? source.collectiveTime(Collective::AllGather, bytes * gatherShare, layout.tp_group) : 0;
+                const bool repeated = opRecomputed && !policyOnSp;
                 if (overlap) {
                     overlapped.push_back(
-                        {forward, backward, fwd, bwdIn, !instanceOf[i].empty(), fusion.row_fwd, fusion.row_bwd});
+                        {forward, backward, fwd, bwdIn, repeated, fwd, fusion.row_fwd, fusion.row_bwd});
                 } else {
                     tpFwd += forward;
                     tpBwd += backward;
+                    tpRecompute += repeated ? forward : 0;
                 }
             }
             if (gathersInputOp && !op.inputs.empty()) {
@@ -730,10 +750,11 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                         = sp ? source.collectiveTime(Collective::AllGather, bytes * gatherShare, layout.tp_group) : 0;
                     const double backward = source.collectiveTime(
                         sp ? Collective::ReduceScatter : Collective::AllReduce, bytes, layout.tp_group);
+                    const bool repeated = opRecomputed || policyOnSp;
                     if (overlap) {
                         overlappedInput.emplace(input, overlapped.size());
                         overlapped.push_back(
-                            {forward, backward, 0, 0, !instanceOf[i].empty(), fusion.column_fwd, fusion.column_bwd});
+                            {forward, backward, 0, 0, repeated, 0, fusion.column_fwd, fusion.column_bwd});
                     } else if (layout.tp_backward_comm_async) {
                         // Megatron keeps the sharded input and gathers it again for the wgrad GEMM.
                         tpFwd += forward;
@@ -742,6 +763,7 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                         tpFwd += forward;
                         tpBwd += backward;
                     }
+                    tpRecompute += repeated && !overlap ? forward : 0;
                 }
                 if (const auto it = asyncBackward.find(input); it != asyncBackward.end()) {
                     it->second.dgrad += bwdIn;
@@ -751,18 +773,17 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                 if (const auto it = overlappedInput.find(input); it != overlappedInput.end()) {
                     overlapped[it->second].gemm_fwd += fwd;
                     overlapped[it->second].gemm_bwd += bwdIn;
+                    overlapped[it->second].gemm_recompute += opRecomputed ? fwd : 0;
                 }
             }
             if (op.kind == OpKind::Loss && op.tp_role == TpRole::Vocab) {
                 // Vocab-parallel cross-entropy: max, sum of exponentials and target logit, fp32 per token.
                 const double tokens = layout.micro_batch * static_cast<double>(graph.seq_len) / cp;
-                tpFwd += 3 * source.collectiveTime(Collective::AllReduce, 4 * tokens, layout.tp_group);
+                const double reductions = 3 * source.collectiveTime(Collective::AllReduce, 4 * tokens, layout.tp_group);
+                tpFwd += reductions;
+                tpRecompute += opRecomputed ? reductions : 0;
             }
         }
-        // Recomputing an op's forward repeats its forward collectives too (calibration fix: they were counted
-        // once, so full recomputation under TP was charged 2 all-reduces per block too few).
-        if (!instanceOf[i].empty())
-            tpRecompute += tpFwd - tpFwdBefore;
         if (op.kind == OpKind::MoeExperts && layout.ep > 1 && op.top_k > 0 && !op.inputs.empty()) {
             // Dispatch and combine all-to-alls of the routed tokens, forward and backward.
             const double routed
@@ -831,7 +852,11 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
         // graph reads (torch/_functorch/partitioners.py _extract_fwd_bwd_modules drops saved values the backward
         // does not use). So: walk back from what each op's backward reads, through the ops the policy recomputes,
         // to the cached outputs and region inputs they start from. The second MLP matmul's output, which only
-        // the residual add consumes, is cached in eager mode and not saved here.
+        // the residual add consumes, is cached in eager mode and not saved here. The same walk says which
+        // recomputations the backward graph runs: the partitioner recomputes only what the backward reads. So the
+        // block's last residual add is not run again, nor under SP the attention output projection (the policy's
+        // fourth matmul), which feeds only the saved reduce-scatter.
+        std::vector<bool> rerun(layer.ops.size(), false);
         stashed.clear();
         std::vector<TensorId> pending;
         for (const auto id : layer.ops)
@@ -845,12 +870,24 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                 continue;
             const OpId from = producer[static_cast<std::size_t>(t)];
             const auto it = from < 0 ? indexOf.end() : indexOf.find(from);
-            if (it == indexOf.end() || instanceOf[it->second].empty()) {
+            // The saved reduce-scatter of a row linear's output (see the eager case) ends the walk like a cached
+            // output: the residual add that reads it is recomputed from it, not from the linear.
+            const bool savedReduceScatter = it != indexOf.end() && tp > 1 && layout.sequence_parallel
+                && graph.op(from).tp_role == TpRole::Row && isGemm(graph.op(from).kind);
+            if (it == indexOf.end() || instanceOf[it->second].empty() || savedReduceScatter) {
                 stashed.insert(t);
                 continue;
             }
+            rerun[it->second] = true;
             for (const auto input : graph.op(from).inputs)
                 pending.push_back(input);
+        }
+        for (std::size_t i = 0; i < layer.ops.size(); ++i) {
+            if (rerun[i])
+                continue;
+            cost.recompute -= recomputeOf[i].seconds;
+            cost.recompute_flops -= recomputeOf[i].flops;
+            cost.recompute_model_flops -= recomputeOf[i].model_flops;
         }
     }
     const auto extraIn = [](const std::unordered_map<TensorId, double>& extras, TensorId t) {
@@ -891,11 +928,11 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     }
 
     for (const auto& o : overlapped) {
-        const double forward = o.fwd_fused ? exposedTime(o.comm_fwd, o.gemm_fwd, tp) : o.comm_fwd;
-        tpFwd += forward;
+        tpFwd += o.fwd_fused ? exposedTime(o.comm_fwd, o.gemm_fwd, tp) : o.comm_fwd;
         tpBwd += o.bwd_fused ? exposedTime(o.comm_bwd, o.gemm_bwd, tp) : o.comm_bwd;
+        // A repeated gather fuses only into the GEMMs that are themselves recomputed.
         if (o.recomputed)
-            tpRecompute += forward;
+            tpRecompute += o.fwd_fused ? exposedTime(o.comm_fwd, o.gemm_recompute, tp) : o.comm_fwd;
     }
     for (const auto& [input, a] : asyncBackward)
         tpBwd += std::max(0.0, a.regather - a.dgrad) + std::max(0.0, a.reduce - a.wgrad);
