@@ -94,10 +94,20 @@ inline PeakCase makePeakCase(const nlohmann::json& row)
         out.reason = "8-bit optimizer states are not modelled";
         return out;
     }
+    const auto flagged = [&](const char* what) {
+        for (const auto& flag : row.value("other_flags", nlohmann::json::array()))
+            if (flag.is_string() && contains(toLower(flag.get<std::string>()), what))
+                return true;
+        return false;
+    };
+    // torchtune's chunked cross-entropy is modelled where the recipe compiles it (see the torchtune profile below).
+    const bool chunkedLoss
+        = toLower(out.framework_name) == "torchtune" && flagged("compile") && flagged("cewithchunkedoutputloss");
     for (const auto& flag : row.value("other_flags", nlohmann::json::array()))
         if (flag.is_string())
             for (const char* unmodelled : {"offload", "chunked", "optimizer_in_bwd", "opt-in-bwd", "lora"})
-                if (contains(toLower(flag.get<std::string>()), unmodelled)) {
+                if (contains(toLower(flag.get<std::string>()), unmodelled)
+                    && !(chunkedLoss && std::string_view(unmodelled) == "chunked")) {
                     out.reason = cat("'", flag.get<std::string>(), "' is not modelled");
                     return out;
                 }
@@ -228,7 +238,35 @@ inline PeakCase makePeakCase(const nlohmann::json& row)
     bool compiled = false;
     for (const auto& flag : row.value("other_flags", nlohmann::json::array()))
         compiled = compiled || (flag.is_string() && contains(toLower(flag.get<std::string>()), "compile"));
-    p.eager_kernels = p.framework == Framework::Torchtitan && !compiled;
+    p.eager_kernels = (p.framework == Framework::Torchtitan || fw == "torchtune") && !compiled;
+    if (fw == "torchtune") {
+        // torchtune at the README table's commit (1814feb17): eager, its RMSNorm upcasts to fp32 and FeedForward
+        // multiplies activation(w1(x)) by w3(x), as torchtitan's blocks do (torchtune/modules/rms_norm.py,
+        // feed_forward.py); MultiHeadAttention expands K and V to the query heads before the attention call
+        // (modules/attention.py); the decoder returns fp32 logits (modules/transformer.py: output(h).float()), and
+        // the recipe deletes them after the loss (full_finetune_single_device.py: del logits). Eager, the
+        // cross-entropy saves its fp32 log-softmax (4 B per logit), and its backward holds the nll gradient and
+        // the log-softmax gradient beside it (4 + 4). With compile on, the recipe compiles the loss too
+        // (training.compile_loss): the fused loss keeps its fp32 input (4) and writes one fp32 gradient (4).
+        c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
+        c.framework_profile->attention_repeats_kv = true;
+        // The single-device recipe steps with optimizer.zero_grad(set_to_none=True) (full_finetune_single_device.py).
+        c.framework_profile->gradients_freed_each_step = true;
+        c.framework_profile->loss_saved_bytes_per_logit = 4;
+        c.framework_profile->loss_working_bytes_per_logit = 8;
+        c.framework_profile->compiles_loss = true;
+        c.framework_profile->compiled_loss_saved_bytes_per_logit = 4;
+        c.framework_profile->compiled_loss_working_bytes_per_logit = 4;
+        if (chunkedLoss) {
+            // CEWithChunkedOutputLoss (modules/loss/ce_chunked_output_loss.py, num_output_chunks 8): the decoder
+            // returns the logits as 8 bf16 chunks without the fp32 cast, and compile_loss compiles only
+            // compute_cross_entropy (training/_compile.py), one chunk's upcast and cross-entropy: each keeps its
+            // bf16 chunk (2 B per logit in all) and writes a bf16 gradient for it. Autograd frees a chunk's input
+            // as its gradient appears, so one chunk (2 / 8 B per logit) is live beyond the saved ones.
+            c.framework_profile->compiled_loss_saved_bytes_per_logit = 2;
+            c.framework_profile->compiled_loss_working_bytes_per_logit = 2.0 / 8;
+        }
+    }
 
     // --- what was measured --------------------------------------------------------------------------------------
     const std::string kind = toLower(text(measured, "kind"));

@@ -68,11 +68,10 @@ Cluster h100Node(int nodes = 1)
     return loadCluster("h100-sxm", nodes, 8);
 }
 
-/** A DeepSpeed configuration on part of one H100 node, under DeepSpeed's profile or the one given. */
-Evaluation evaluateDeepSpeed(const std::shared_ptr<const ModelGraph>& graph, ParallelConfig config,
-                             const std::optional<FrameworkProfile>& profile = std::nullopt)
+/** A configuration on part of one H100 node, under its framework's profile or the one given. */
+Evaluation evaluatePartOfNode(const std::shared_ptr<const ModelGraph>& graph, const ParallelConfig& config,
+                              const std::optional<FrameworkProfile>& profile = std::nullopt)
 {
-    config.framework = Framework::DeepSpeed;
     Workload workload;
     workload.memory_limit_bytes = 1e15;
     EvaluateOptions partOfTheNode;
@@ -81,6 +80,14 @@ Evaluation evaluateDeepSpeed(const std::shared_ptr<const ModelGraph>& graph, Par
     if (profile)
         model.overrideFrameworkProfile(*profile);
     return model.evaluate(config, workload, partOfTheNode);
+}
+
+/** A DeepSpeed configuration on part of one H100 node, under DeepSpeed's profile or the one given. */
+Evaluation evaluateDeepSpeed(const std::shared_ptr<const ModelGraph>& graph, ParallelConfig config,
+                             const std::optional<FrameworkProfile>& profile = std::nullopt)
+{
+    config.framework = Framework::DeepSpeed;
+    return evaluatePartOfNode(graph, config, profile);
 }
 
 /** DeepSpeed's profile with one of its switches turned off. */
@@ -595,6 +602,39 @@ private Q_SLOTS:
         single.tp_group = {};
         single.sequence_parallel = false;
         QVERIFY(relativeError(block.cost(single, source).recompute, 3) < 1e-12);
+    }
+
+    void gradientsFreedEachStepTradeWithActivations()
+    {
+        // A loop that sets its gradients to None after each step (torchtune's single-device recipe) starts the one
+        // backward of a step with the activations A and the working set T and no gradient, and ends it with every
+        // gradient G: the peak is weights + optimizer + max(A + T, G), not their sum.
+        const auto graph = presetGraph("llama3-8b", 2048);
+        FrameworkProfile profile = frameworkProfile(Framework::Generic);
+        profile.gradients_freed_each_step = true;
+        const auto peaks = [&](const ParallelConfig& c) {
+            const Evaluation kept = evaluatePartOfNode(graph, c);
+            const Evaluation traded = evaluatePartOfNode(graph, c, profile);
+            return std::pair {kept.stages.at(0).memory, traded.stages.at(0).memory};
+        };
+        ParallelConfig c;
+        c.micro_batch = 4;
+        c.recompute = RecomputeKind::None;
+        // Without recomputation A + T exceeds G: no gradient is live at the peak.
+        const auto [kept, traded] = peaks(c);
+        QVERIFY(kept.activations + kept.transient > kept.gradients);
+        QCOMPARE(traded.gradients, 0.0);
+        QVERIFY(relativeError(traded.allocated(), kept.allocated() - kept.gradients) < 1e-12);
+        // Full recomputation keeps only the block inputs: G wins and the peak is weights + optimizer + G.
+        c.recompute = RecomputeKind::Full;
+        const auto [keptFull, tradedFull] = peaks(c);
+        QVERIFY(keptFull.gradients > keptFull.activations + keptFull.transient);
+        QVERIFY(relativeError(tradedFull.allocated(), keptFull.weights + keptFull.optimizer + keptFull.gradients)
+                < 1e-12);
+        // Two micro-batches accumulate: the second's activations sit beside the first's gradients.
+        c.num_microbatches = 2;
+        const auto [keptTwo, tradedTwo] = peaks(c);
+        QCOMPARE(tradedTwo.allocated(), keptTwo.allocated());
     }
 
     void fsdpPeakIsTheWorstLayerNotASumOfMaxima()

@@ -61,6 +61,14 @@ void CostModel::finish(Evaluation& e, const Assembly& a, const std::vector<doubl
             ? shardedLayerPeak
             : working + shardedDpWorkingBytes(framework, c, largestLayerParams, dtypeBytes(m_graph->dtype));
         report.memory.transient = m_params.transient_mem_coef * largest + beside + fixedBufferBytes(framework, c);
+        if (framework.gradients_freed_each_step && c.pp == 1 && c.num_microbatches == 1) {
+            // Backward trades activations for gradients layer by layer (FrameworkProfile::gradients_freed_each_step):
+            // it starts with the activations A and the working set T (the loss's, the recomputation's) and no
+            // gradient, and ends with every gradient G and nothing else, so the peak is max(A + T, G). The
+            // breakdown shows the gradients that are live at it.
+            report.memory.gradients
+                = std::max(0.0, report.memory.gradients - report.memory.activations - report.memory.transient);
+        }
         // A negative calibration never takes the peak below what the model itself holds.
         report.memory.calibrated = std::max(m_params.calibrated_memory_bytes, -report.memory.allocated());
         addReserve(report.memory, framework, m_params, c);

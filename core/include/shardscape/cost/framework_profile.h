@@ -145,6 +145,10 @@ struct FrameworkProfile
     double cublas_workspace_bytes = 0;
     /** The caching allocator's reserved / allocated at the peak (block rounding, split blocks). */
     double fragmentation = 1.0;
+    /** The training loop frees the gradients between steps (optimizer.zero_grad(set_to_none=True), PyTorch's
+        default since 2.0) and keeps no gradient buffer of its own: a step's one backward creates them layer by
+        layer as it frees that layer's activations, so without accumulation or a pipeline the two peaks do not add. */
+    bool gradients_freed_each_step = false;
 
     // --- communication -----------------------------------------------------------------------------------------
     ShardedDpImpl sharded_dp = ShardedDpImpl::PerModule;
