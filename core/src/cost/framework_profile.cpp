@@ -209,7 +209,7 @@ FrameworkProfile torchtitan()
     // reduce-scatter stream (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce:
     // reduce_output is allocated under reduce_scatter_stream), whose cached blocks the compute stream's
     // activations cannot reuse: they stay reserved beside the activation peak, so gradients_freed_each_step stays
-    // false. Set, it takes the 25 torchtitan peaks 4-13% under the reserved figures they measured (session 24).
+    // false. Set, it takes the 26 torchtitan peaks 4-14% under the reserved figures they measured (session 24).
     p.fsdp_gathers_fp8_tensorwise = true;
     p.loss_working_bytes_per_logit = 8;
     p.loss_parallel_eager_working_bytes_per_logit = 12;
