@@ -2,7 +2,7 @@
 // Turns one row of tests/data/measured_peaks.json (a measured per-GPU peak of a real training run, with its source)
 // into the model, cluster and ParallelConfig the cost model evaluates, and picks the predicted figure that matches
 // what the source measured (max allocated, max reserved, or the whole device). Shared by
-// tests/bench/bench_memory_peaks and tests/core/tst_memory_peaks. One rule per framework, no per-row factors.
+// tests/bench/bench_memory_peaks and tests/core/tst_calibration. One rule per framework, no per-row factors.
 #pragma once
 
 #include "calibration_rows.h"

@@ -5,9 +5,11 @@
 // interleaved schedule), Megatron-Core on H100 (SP, distributed optimizer), BLOOM's 250k-vocabulary pipeline,
 // torchtitan FSDP2 with per-layer selective AC, and llm-foundry FSDP at long context on H100 and at 128 A100s.
 #include "../bench/calibration_rows.h"
+#include "../bench/memory_peak_rows.h"
 
 #include <QTest>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -186,6 +188,55 @@ private slots:
             / row(cat("korthikanti_t5_", model.toStdString(), "_selective"))->at("seconds_per_iteration").get<double>();
         QVERIFY2(std::abs(seconds[0] / seconds[1] / published - 1) <= 0.08,
                  qPrintable(QString("full / selective %1 against %2").arg(seconds[0] / seconds[1]).arg(published)));
+    }
+
+    /**
+     * The measured-peak set (tests/data/measured_peaks.json, each row with its source): issue 14's bar is a median
+     * peak error of at most 10% and no run that ran predicted out of memory.
+     */
+    void measuredPeaksOfRunsThatRanFit()
+    {
+        const auto rows = loadRows(std::string(SHARDSCAPE_SOURCE_DIR) + "/tests/data/measured_peaks.json");
+        std::vector<double> errors;
+        for (const auto& r : rows) {
+            const memory_peaks::PeakCase pc = memory_peaks::makePeakCase(r);
+            if (!pc.c.simulable || !pc.ran)
+                continue;
+            const memory_peaks::PeakPrediction p = memory_peaks::predictPeak(pc);
+            QVERIFY2(p.predicted_fit, qPrintable(QString::fromStdString(pc.id) + " ran but is predicted to OOM"));
+            errors.push_back(std::abs(p.relative_error));
+        }
+        QCOMPARE(errors.size(), std::size_t(52));
+        std::nth_element(errors.begin(), errors.begin() + errors.size() / 2, errors.end());
+        QVERIFY2(errors[errors.size() / 2] <= 0.10, qPrintable(QString::number(errors[errors.size() / 2])));
+    }
+
+    /**
+     * torchtune's README table "Optimization flags" (Llama 3.2 3B, one A100, cumulative rows): each technique lowers
+     * the peak, and the model follows when it runs what the recipe runs. Compiling adds fused blocks and a compiled
+     * loss on fp32 logits, chunked cross-entropy a compiled loss on bf16 chunks, and activation checkpointing leaves
+     * the gradients, which the recipe frees each step, as the peak. Before session 24 the model saw no change from
+     * compile and skipped the last two rows.
+     */
+    void torchtuneOptimizationFlags()
+    {
+        const auto rows = loadRows(std::string(SHARDSCAPE_SOURCE_DIR) + "/tests/data/measured_peaks.json");
+        double previous = 0;
+        for (const char* id : {"ttune_l32_3b_a100_packed", "ttune_l32_3b_a100_compile", "ttune_l32_3b_a100_chunked_ce",
+                               "ttune_l32_3b_a100_ac"}) {
+            const auto it = std::find_if(rows.begin(), rows.end(),
+                                         [&](const nlohmann::json& r) { return r.value("id", std::string()) == id; });
+            QVERIFY2(it != rows.end(), id);
+            const memory_peaks::PeakCase pc = memory_peaks::makePeakCase(*it);
+            QVERIFY2(pc.c.simulable, pc.c.reason.c_str());
+            const memory_peaks::PeakPrediction p = memory_peaks::predictPeak(pc);
+            qInfo("%s: measured %.1f GiB, predicted %.1f GiB", id, pc.measured_bytes / units::kGiB,
+                  p.predicted_bytes / units::kGiB);
+            QVERIFY2(std::abs(p.relative_error) <= 0.10, qPrintable(QString::number(p.relative_error)));
+            if (previous > 0)
+                QVERIFY2(p.predicted_bytes < previous, id);
+            previous = p.predicted_bytes;
+        }
     }
 
     /** The rule that rows without a stated FLOP count or batch are listed, not guessed. */
