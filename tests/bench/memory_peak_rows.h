@@ -235,9 +235,7 @@ inline PeakCase makePeakCase(const nlohmann::json& row)
         return out;
     }
     p.fp8_linears = contains(precision, "fp8") && !contains(precision, "mxfp8");
-    bool compiled = false;
-    for (const auto& flag : row.value("other_flags", nlohmann::json::array()))
-        compiled = compiled || (flag.is_string() && contains(toLower(flag.get<std::string>()), "compile"));
+    const bool compiled = flagged("compile");
     p.eager_kernels = (p.framework == Framework::Torchtitan || fw == "torchtune") && !compiled;
     if (fw == "torchtune") {
         // torchtune at the README table's commit (1814feb17): eager, its RMSNorm upcasts to fp32 and FeedForward

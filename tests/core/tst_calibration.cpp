@@ -24,14 +24,16 @@ class TestCalibration : public QObject
 
 private:
     std::vector<nlohmann::json> m_rows;
+    std::vector<nlohmann::json> m_peakRows; ///< tests/data/measured_peaks.json
 
-    const nlohmann::json* row(const std::string& id) const
+    static const nlohmann::json* find(const std::vector<nlohmann::json>& rows, const std::string& id)
     {
-        for (const auto& r : m_rows)
+        for (const auto& r : rows)
             if (r.value("id", std::string()) == id)
                 return &r;
         return nullptr;
     }
+    const nlohmann::json* row(const std::string& id) const { return find(m_rows, id); }
 
 private slots:
     void initTestCase()
@@ -40,6 +42,7 @@ private slots:
         // ../shared/data 103, Korthikanti et al. 8, BigScience tr11 19, Lambda's GPT-NeoX benchmark 1, torchtitan's
         // June 2025 async-TP benchmark 12, Trainy's H200 benchmark 2
         QCOMPARE(m_rows.size(), std::size_t(145));
+        m_peakRows = loadRows(std::string(SHARDSCAPE_SOURCE_DIR) + "/tests/data/measured_peaks.json");
     }
 
     void predictsPublishedThroughput_data()
@@ -196,9 +199,8 @@ private slots:
      */
     void measuredPeaksOfRunsThatRanFit()
     {
-        const auto rows = loadRows(std::string(SHARDSCAPE_SOURCE_DIR) + "/tests/data/measured_peaks.json");
         std::vector<double> errors;
-        for (const auto& r : rows) {
+        for (const auto& r : m_peakRows) {
             const memory_peaks::PeakCase pc = memory_peaks::makePeakCase(r);
             if (!pc.c.simulable || !pc.ran)
                 continue;
@@ -220,14 +222,12 @@ private slots:
      */
     void torchtuneOptimizationFlags()
     {
-        const auto rows = loadRows(std::string(SHARDSCAPE_SOURCE_DIR) + "/tests/data/measured_peaks.json");
         double previous = 0;
         for (const char* id : {"ttune_l32_3b_a100_packed", "ttune_l32_3b_a100_compile", "ttune_l32_3b_a100_chunked_ce",
                                "ttune_l32_3b_a100_ac"}) {
-            const auto it = std::find_if(rows.begin(), rows.end(),
-                                         [&](const nlohmann::json& r) { return r.value("id", std::string()) == id; });
-            QVERIFY2(it != rows.end(), id);
-            const memory_peaks::PeakCase pc = memory_peaks::makePeakCase(*it);
+            const nlohmann::json* r = find(m_peakRows, id);
+            QVERIFY2(r, id);
+            const memory_peaks::PeakCase pc = memory_peaks::makePeakCase(*r);
             QVERIFY2(pc.c.simulable, pc.c.reason.c_str());
             const memory_peaks::PeakPrediction p = memory_peaks::predictPeak(pc);
             qInfo("%s: measured %.1f GiB, predicted %.1f GiB", id, pc.measured_bytes / units::kGiB,
