@@ -218,6 +218,23 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
                  "attention, dropout 0.1, distributed optimizer (ZeRO-1), SP with TP";
         return r;
     }
+    if (series == "nemo_performance_summary_h100_2024_07" || series == "megatron_bridge_performance_h100_2025_11") {
+        // NeMo's Llama recipes (NeMo-Framework-Launcher conf/training/llama/*.yaml; Megatron-Bridge's performance
+        // recipes): Megatron-Core with Transformer Engine, RMSNorm, SwiGLU, rotary, untied, flash attention, no
+        // dropout, the distributed optimizer, sequence parallelism with TP, no activation checkpointing.
+        r.llama = true;
+        r.tied = false;
+        r.learned_positions = false;
+        r.flash = true;
+        r.dropout = 0;
+        r.metric = Metric::TokensPerSecondPerGpu;
+        r.default_zero = 1;
+        r.sp_with_tp = true;
+        r.framework = Framework::NeMo;
+        r.note = "Llama (NeMo, Megatron-Core + Transformer Engine): SwiGLU, RMSNorm, rotary, GQA, untied, flash "
+                 "attention, distributed optimizer, SP with TP";
+        return r;
+    }
     if (series == "bloom_176b_production" || series == "bigscience_tr11_topology_2022_02_28") {
         // tr11-176B-ml.slurm: ALiBi (no position table), no dropout flags (Megatron-DeepSpeed defaults 0.1),
         // tied embeddings, Megatron fused softmax (no flash attention in 2022). The pre-launch topology benchmarks
@@ -663,6 +680,12 @@ inline Case makeCase(const nlohmann::json& row)
         // The README's runs: --tp-comm-overlap (with SP) and --overlap-param-gather (distributed optimizer).
         p.tp_comm_overlap = p.sequence_parallel;
         p.overlap_param_gather = p.zero_stage == 1 || p.zero_stage == 2;
+    }
+    if (c.series == "megatron_bridge_performance_h100_2025_11") {
+        // Megatron-Bridge's Llama 3 recipes overlap TP communication with userbuffers wherever they shard over TP
+        // (src/megatron/bridge/recipes/llama/llama3.py at 97ad8cc6: tp_comm_overlap=True with the
+        // userbuffers_*_h100_* configs; scripts/performance/configs/llama/llama3_llm_pretrain.py keeps them).
+        p.tp_comm_overlap = p.sequence_parallel;
     }
     c.simulable = true;
     return c;

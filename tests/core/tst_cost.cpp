@@ -637,6 +637,86 @@ private Q_SLOTS:
         QCOMPARE(tradedTwo.allocated(), keptTwo.allocated());
     }
 
+    void transformerEngineRunsCudnnAttentionOnHopper()
+    {
+        // Transformer Engine picks cuDNN's fused attention on sm90 (get_attention_backend), which the FlashAttention-3
+        // paper measures at 1.6x FlashAttention-2 on the H100; PyTorch's SDPA keeps FlashAttention-2 there.
+        QCOMPARE(loadCluster("h100-sxm", 1, 8).device.fused_attention_speedup, 1.6);
+        QCOMPARE(loadCluster("h200", 1, 8).device.fused_attention_speedup, 1.6);
+        QCOMPARE(loadCluster("a100-80g", 1, 8).device.fused_attention_speedup, 0.0);
+        QVERIFY(frameworkProfile(Framework::MegatronCore).vendor_fused_attention);
+        QVERIFY(frameworkProfile(Framework::NeMo).vendor_fused_attention);
+        QVERIFY(!frameworkProfile(Framework::Torchtitan).vendor_fused_attention);
+        QVERIFY(!frameworkProfile(Framework::DeepSpeed).vendor_fused_attention);
+
+        // In a block, only the attention kernel's share speeds up: forward and backward both by the ratio.
+        const PresetBlock b("llama3-8b", 4096);
+        LayerLayout fa2;
+        LayerLayout none = fa2;
+        none.attention_speedup = 1e12;
+        LayerLayout cudnn = fa2;
+        cudnn.attention_speedup = 1.6;
+        const LayerCost base = b.cost(fa2);
+        const LayerCost noAttention = b.cost(none);
+        const LayerCost fused = b.cost(cudnn);
+        const double attentionFwd = base.forward - noAttention.forward;
+        const double attentionBwd = base.backward_input - noAttention.backward_input;
+        QVERIFY(attentionFwd > 0 && attentionBwd > 2 * attentionFwd);
+        QVERIFY(relativeError(fused.forward, noAttention.forward + attentionFwd / 1.6) < 1e-9);
+        QVERIFY(relativeError(fused.backward_input, noAttention.backward_input + attentionBwd / 1.6) < 1e-9);
+
+        // The cost model applies the ratio for Megatron-Core on an H100 and not on an A100 or for torchtitan.
+        const auto graph = presetGraph("llama3-8b", 4096);
+        ParallelConfig c;
+        c.framework = Framework::MegatronCore;
+        FrameworkProfile withoutCudnn = frameworkProfile(Framework::MegatronCore);
+        withoutCudnn.vendor_fused_attention = false;
+        const double h100Gain
+            = evaluatePartOfNode(graph, c, withoutCudnn).step_time - evaluatePartOfNode(graph, c).step_time;
+        const double layers = static_cast<double>(graph->transformer->num_layers);
+        QVERIFY(relativeError(h100Gain, layers * (attentionFwd + attentionBwd) * (1 - 1 / 1.6)) < 1e-6);
+        Workload workload;
+        workload.memory_limit_bytes = 1e15;
+        EvaluateOptions part;
+        part.require_full_cluster = false;
+        CostModel a100(graph, loadCluster("a100-80g", 1, 8));
+        const double a100Fused = a100.evaluate(c, workload, part).step_time;
+        a100.overrideFrameworkProfile(withoutCudnn);
+        QCOMPARE(a100.evaluate(c, workload, part).step_time, a100Fused);
+    }
+
+    void transformerEngineFp8CastsInTheNormAndCachesWeights()
+    {
+        // Transformer Engine's LayerNormLinear takes the FP8 input from the norm kernel: Q, K, V, gate and up lose
+        // their input casts (5 B per element of the tokens x hidden input each: the amax read, the cast read and the
+        // 1-byte write). Its FP8 weights are cast on a step's first micro-batch only.
+        const std::int64_t seq = 4096;
+        const PresetBlock b("llama3-8b", seq);
+        LayerLayout fp8;
+        fp8.fp8_linears = true;
+        LayerLayout inNorm = fp8;
+        inNorm.fp8_cast_in_norm = true;
+        const double hbm = 3.35e12 * CostParams {}.memory_efficiency;
+        const double inputCast = 5.0 * static_cast<double>(seq) * 4096 / hbm;
+        QVERIFY(relativeError(b.cost(fp8).forward - b.cost(inNorm).forward, 5 * inputCast) < 1e-9);
+        QCOMPARE(b.cost(fp8).backward_input, b.cost(inNorm).backward_input);
+        // Weight casts: 5 B per element of every linear weight of the block, per micro-batch.
+        const double linearWeights = 4096.0 * (4096 + 1024 + 1024 + 4096) + 3.0 * 4096 * 14336;
+        QVERIFY(relativeError(b.cost(fp8).fp8_weight_cast, 5 * linearWeights / hbm) < 1e-9);
+
+        // Over a step of m micro-batches the cached weights save (m - 1) casts per block.
+        const auto graph = presetGraph("llama3-8b", seq);
+        ParallelConfig c;
+        c.framework = Framework::MegatronCore;
+        c.fp8_linears = true;
+        c.num_microbatches = 8;
+        FrameworkProfile uncached = frameworkProfile(Framework::MegatronCore);
+        uncached.fp8_weight_cached_per_step = false;
+        const double saved = evaluatePartOfNode(graph, c, uncached).step_time - evaluatePartOfNode(graph, c).step_time;
+        const double layers = static_cast<double>(graph->transformer->num_layers);
+        QVERIFY(relativeError(saved, 7 * layers * 5 * linearWeights / hbm) < 1e-6);
+    }
+
     void fsdpPeakIsTheWorstLayerNotASumOfMaxima()
     {
         // Under FSDP2 a stage's peak beside the saved activations is one layer's: its own bf16 parameters, the

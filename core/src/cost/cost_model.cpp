@@ -406,6 +406,11 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             + m_source->collectiveTime(Collective::AllGather, bytes, tpShape);
     };
 
+    // FP8 weights cast once per step and reused by its other micro-batches (Transformer Engine's weight workspace:
+    // transformer_engine/pytorch/module/linear.py _Linear.forward, update_ws = is_first_microbatch; Megatron sets
+    // is_first_microbatch on each model chunk's first micro-batch, megatron/core/extensions/transformer_engine.py).
+    const double weightCastReused
+        = framework.fp8_weight_cached_per_step && c.fp8_linears ? 1.0 - 1.0 / std::max(1, c.num_microbatches) : 0.0;
     PipelineSpec& spec = a->spec;
     spec.schedule = c.pp == 1 ? ScheduleKind::OneFOneB : c.schedule;
     spec.pp = c.pp;
@@ -425,7 +430,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
         chunk.last = firstLayer[layerChunk + 1] - 1;
         for (int l = chunk.first; l <= chunk.last; ++l) {
             const LayerCost& lc = *costs[static_cast<std::size_t>(l)];
-            stage.forward += lc.forward;
+            stage.forward += lc.forward - weightCastReused * lc.fp8_weight_cast;
             stage.backward_input += lc.backward_input;
             stage.backward_weight += lc.backward_weight;
             stage.activation_bytes += lc.activation_bytes;

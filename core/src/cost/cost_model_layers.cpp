@@ -57,6 +57,7 @@ LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework,
     layout.tp_overlap_by_pattern = framework.tp_overlap_by_pattern;
     layout.tp_gathers_fp8_tensorwise = framework.tp_gathers_fp8_tensorwise;
     layout.tp_backward_comm_async = framework.tp_backward_comm_async;
+    layout.fp8_cast_in_norm = framework.fp8_cast_in_norm;
     // torchtitan's per-op AC is PyTorch's selective checkpointing policy; Megatron's --recompute-modules are
     // module checkpoints whose outputs stay alive for the ops that consume them.
     layout.selective_checkpoint_policy = c.framework == Framework::Torchtitan;
@@ -100,6 +101,8 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
 {
     LayerLayout layout = layoutOf(c, frameworkOf(c), groupShape(c, "tp"), groupShape(c, "cp"), m_cluster.gpus_per_node);
     layout.overlap_hidden_fraction = m_params.zero3_prefetch_overlap;
+    if (frameworkOf(c).vendor_fused_attention && m_cluster.device.fused_attention_speedup > 0)
+        layout.attention_speedup = m_cluster.device.fused_attention_speedup;
     const std::size_t representative = m_classRepresentative[static_cast<std::size_t>(m_classOf[layer])];
     std::size_t subject = representative;
     std::string pattern;

@@ -147,6 +147,22 @@ FrameworkProfile megatronCore()
     p.cp_comm = CpComm::P2PRing;
     p.cp_merge_bytes_per_element = 10;
     p.cp_dkv_bytes_per_element = 2;
+    // Attention is Transformer Engine's DotProductAttention (megatron/core/extensions/transformer_engine.py
+    // TEDotProductAttention). Its backend choice (transformer_engine/pytorch/attention/dot_product_attention/
+    // utils.py get_attention_backend, "Select FusedAttention for performance"; in attention.py since TE 1.6)
+    // drops FlashAttention for cuDNN's FusedAttention on sm90 and newer whenever both can run the shape.
+    p.vendor_fused_attention = true;
+    // FP8 linears are Transformer Engine's. linear_qkv and linear_fc1 are TELayerNormColumnParallelLinear
+    // (megatron/core/models/gpt/gpt_layer_specs.py via column_parallel_layer_norm_linear), whose norm kernel writes
+    // the FP8 input (transformer_engine/pytorch/module/layernorm_linear.py, with_quantized_norm) and whose QKV or
+    // gate-and-up GEMM is one; linear_proj and linear_fc2 cast their inputs. Each module's FP8 weight is cast on a
+    // chunk's first micro-batch and reused (transformer_engine/pytorch/module/linear.py: update_ws =
+    // is_first_microbatch; TELinear.forward passes is_first_microbatch unless disable_parameter_transpose_cache).
+    // Under SP the FP8 input is gathered as FP8 (gather_along_first_dim with the input quantizer), and so is the
+    // output gradient of a row-parallel linear in backward.
+    p.fp8_cast_in_norm = true;
+    p.fp8_weight_cached_per_step = true;
+    p.tp_gathers_fp8_tensorwise = true;
     return p;
 }
 

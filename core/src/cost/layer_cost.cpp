@@ -582,7 +582,14 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             if (fp8) {
                 // Dynamic-scaling casts of each GEMM's operands (the recipe decides which are cast again).
                 Fp8Casts casts = fp8CastsOf(g.m, g.n, g.k, layout.fp8_recipe);
-                if (fp8TensorwiseTp) {
+                const OpId inputFrom = op.inputs.empty() ? -1 : producer[static_cast<std::size_t>(op.inputs.front())];
+                const bool castInNorm
+                    = layout.fp8_cast_in_norm && inputFrom >= 0 && graph.op(inputFrom).kind == OpKind::Norm;
+                if (castInNorm) {
+                    // Transformer Engine's LayerNormLinear (transformer_engine/pytorch/module/layernorm_linear.py,
+                    // with_quantized_norm): the norm kernel writes the FP8 input, gathered as FP8 under SP.
+                    casts.fwd -= g.m * g.k;
+                } else if (fp8TensorwiseTp) {
                     // Float8 TP casts sequence shards before gathering them (torchao float8_tensor_parallel.py):
                     // PrepareFloat8ModuleInput casts a module's input once for all its linears (Q, K and V read
                     // that one float8 copy), and Float8RowwiseParallel's output casts its gradient in backward
@@ -592,10 +599,14 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                         if (fp8CastInputs.insert(op.inputs.front()).second)
                             casts.fwd += g.m * g.k / tp;
                     }
-                    if (reducesOutputOp)
-                        casts.bwd_input -= g.m * g.n * (1 - 1.0 / tp);
                 }
-                fwd += source.memoryTime(kFp8CastBytesPerElement * casts.fwd);
+                if (fp8TensorwiseTp && reducesOutputOp)
+                    casts.bwd_input -= g.m * g.n * (1 - 1.0 / tp);
+                // The weight's cast is a kernel of its own, once per micro-batch unless the framework caches it.
+                const double weightElements = op.params.empty() ? 0 : g.k * g.n;
+                const double weightCast = source.memoryTime(kFp8CastBytesPerElement * weightElements);
+                cost.fp8_weight_cast += weightCast;
+                fwd += weightCast + source.memoryTime(kFp8CastBytesPerElement * (casts.fwd - weightElements));
                 bwdIn += source.memoryTime(kFp8CastBytesPerElement * casts.bwd_input);
                 bwdW += source.memoryTime(kFp8CastBytesPerElement * casts.bwd_weight);
             }
@@ -613,9 +624,9 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
             // (zig-zag halves) up to 1.5 chunks; without CP a causal kernel's blocks loop over S / 2 keys on average.
             const double seq = static_cast<double>(graph.seq_len);
             const double kvTokens = cp > 1 ? 1.5 * seq / (2.0 * cp) : seq / 2.0;
-            fwd = attentionKernelTime(source, fwdFlops, kvTokens, dtype);
+            fwd = attentionKernelTime(source, fwdFlops, kvTokens, dtype) / layout.attention_speedup;
             // Flash backward recomputes the scores: five GEMM passes to the forward's two (x 1.25 of 2x).
-            bwdIn = attentionKernelTime(source, bwdInputFlops * 1.25, kvTokens, dtype);
+            bwdIn = attentionKernelTime(source, bwdInputFlops * 1.25, kvTokens, dtype) / layout.attention_speedup;
             attentionFwd += fwd;
             attentionBwd += bwdIn;
             attentionRecomputed = attentionRecomputed || !instanceOf[i].empty();

@@ -89,9 +89,9 @@ constexpr std::size_t kDTypeCount = std::tuple_size_v<decltype(DeviceSpec::peak_
 static_assert(static_cast<std::size_t>(DType::Bool) + 1 == kDTypeCount, "peak_flops must cover every DType");
 
 const std::vector<std::string> kDeviceKeys {
-    "schema",    "name",        "display_name",      "memory_gib",          "hbm_bandwidth_gb_s",
-    "tdp_watts", "peak_tflops", "gpus_per_node",     "intra_node",          "inter_node",
-    "source",    "notes",       "matmul_efficiency", "attention_efficiency"};
+    "schema",    "name",        "display_name",      "memory_gib",           "hbm_bandwidth_gb_s",
+    "tdp_watts", "peak_tflops", "gpus_per_node",     "intra_node",           "inter_node",
+    "source",    "notes",       "matmul_efficiency", "attention_efficiency", "fused_attention_speedup"};
 const std::vector<std::string> kLinkKeys {"kind", "bandwidth_gb_s", "latency_us", "efficiency", "notes"};
 const std::vector<std::string> kClusterKeys {"schema", "name",          "notes",      "source",    "device",
                                              "nodes",  "gpus_per_node", "intra_node", "inter_node"};
@@ -302,6 +302,9 @@ DeviceSpec readDevice(const json& doc, const Where& where, bool schemaRequired)
     if (const json* attention = member(doc, "attention_efficiency"))
         device.attention_efficiency
             = positive(*attention, "attention_efficiency", where, 1, "1 (a fraction of the peak)");
+    if (const json* fused = member(doc, "fused_attention_speedup"))
+        device.fused_attention_speedup
+            = positive(*fused, "fused_attention_speedup", where, 10, "10 (a ratio to FlashAttention-2's speed)");
     return device;
 }
 
@@ -497,6 +500,8 @@ json deviceJson(const DeviceSpec& device)
         doc["matmul_efficiency"] = number(device.matmul_efficiency);
     if (device.attention_efficiency > 0)
         doc["attention_efficiency"] = number(device.attention_efficiency);
+    if (device.fused_attention_speedup > 0)
+        doc["fused_attention_speedup"] = number(device.fused_attention_speedup);
     return doc;
 }
 
@@ -546,6 +551,8 @@ std::string Cluster::fingerprint() const
     // Appended only when set, so devices without measured efficiencies keep their fingerprints.
     if (device.matmul_efficiency > 0 || device.attention_efficiency > 0)
         canonical += cat("|efficiency=", exact(device.matmul_efficiency), ",", exact(device.attention_efficiency));
+    if (device.fused_attention_speedup > 0)
+        canonical += cat("|fused_attention=", exact(device.fused_attention_speedup));
     canonical += cat("|nodes=", nodes, "|gpus_per_node=", gpus_per_node);
 
     const std::uint64_t hash = fnv1a64(canonical);

@@ -125,6 +125,10 @@ struct FrameworkProfile
     /** Grouped-query attention repeats K and V to the query heads before the attention kernel (repeat_kv), which
         then saves the repeated copies for its backward: K and V stashed at num_heads, not num_kv_heads. */
     bool attention_repeats_kv = false;
+    /** Attention runs the vendor's fused kernels where the device has faster ones than FlashAttention-2
+        (DeviceSpec::fused_attention_speedup): Transformer Engine's DotProductAttention picks cuDNN's FusedAttention
+        on Hopper. PyTorch's SDPA keeps its flash (FlashAttention-2) backend there. */
+    bool vendor_fused_attention = false;
     /** Per-op selective checkpointing caches the attention kernel's output (torchtitan's save list names the SDPA
         kernels; before pytorch/torchtitan#2095 it lacked cuDNN's, the backend torchtitan picks on Blackwell). */
     bool op_sac_caches_attention = true;
@@ -208,6 +212,13 @@ struct FrameworkProfile
         before the redistribute, Float8RowwiseParallel's NoopFwToFloat8BwDynamic casts the gradient before the
         reduce-scatter's backward gathers it). The reduce-scatters sum in 16 bits. */
     bool tp_gathers_fp8_tensorwise = false;
+    /** A linear fed by a norm gets its FP8 input from the norm kernel itself, and linears that share that input
+        (Q, K and V; gate and up) are one GEMM reading one cast: no cast pass of their own (Transformer Engine's
+        LayerNormLinear). */
+    bool fp8_cast_in_norm = false;
+    /** The FP8 copy of each weight is cast on a step's first micro-batch and reused by the others (Transformer
+        Engine's weight workspace, refreshed only when is_first_microbatch is set). */
+    bool fp8_weight_cached_per_step = false;
     /** A column-parallel linear's backward launches its TP collectives asynchronously beside its own GEMMs: the
         input gradient's all-reduce (reduce-scatter under SP) runs under the weight-gradient GEMM, and under SP the
         re-gather of the saved (sharded) input runs under the input-gradient GEMM. Otherwise the backward waits for

@@ -48,6 +48,9 @@ struct LayerLayout
     /** K and V are repeated to the query heads before the attention kernel saves them
         (FrameworkProfile::attention_repeats_kv). */
     bool attention_repeats_kv = false;
+    /** How many times faster than the device's FlashAttention-2 rate the framework's attention kernel runs
+        (DeviceSpec::fused_attention_speedup where FrameworkProfile::vendor_fused_attention, else 1). */
+    double attention_speedup = 1;
     /** Column-parallel linears save their all-gathered input under SP (FrameworkProfile::sp_saves_gathered_inputs). */
     bool sp_saves_gathered_inputs = false;
     /** Context parallelism as the framework runs it (FrameworkProfile::cp_comm and the merge / dK-dV terms). */
@@ -62,6 +65,8 @@ struct LayerLayout
     bool tp_gathers_fp8_tensorwise = false;
     /** Column-parallel backward collectives run beside the linear's own GEMMs (FrameworkProfile). */
     bool tp_backward_comm_async = false;
+    /** FP8 linears fed by a norm take their cast from the norm kernel (FrameworkProfile::fp8_cast_in_norm). */
+    bool fp8_cast_in_norm = false;
     /** The FP8 scaling recipe of the linears when fp8_linears is on. */
     Float8Recipe fp8_recipe = Float8Recipe::Tensorwise;
     GroupShape tp_group;
@@ -88,6 +93,9 @@ struct LayerCost
     /** Bytes live only while this layer runs its backward: the activations a recomputed module re-creates (they
         are all alive at once before its backward starts) and the loss's fp32 logits working set. */
     double working_bytes = 0;
+    /** Seconds of the forward's FP8 weight casts, per micro-batch, inside `forward` (a framework that caches the
+        FP8 weights for the step pays them once: FrameworkProfile::fp8_weight_cached_per_step). */
+    double fp8_weight_cast = 0;
     double output_bytes = 0; ///< activation sent to the next pipeline stage when a boundary follows
 };
 

@@ -43,6 +43,10 @@ struct DeviceSpec
     /** Fraction of the dense peak a fused (flash) attention kernel sustains, forward and backward; 0 =
         CostParams::attention_efficiency. */
     double attention_efficiency = 0;
+    /** How many times faster than FlashAttention-2 the vendor's own fused attention kernels run here, forward and
+        backward (cuDNN's flash attention on Hopper, which Transformer Engine selects there); 0 = no faster. Applies
+        where the framework runs them (FrameworkProfile::vendor_fused_attention). */
+    double fused_attention_speedup = 0;
 
     double peak(DType dtype) const { return peak_flops[static_cast<std::size_t>(dtype)]; }
 };
