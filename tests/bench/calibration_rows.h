@@ -218,7 +218,8 @@ inline std::optional<SeriesRules> seriesRules(const std::string& series)
                  "attention, dropout 0.1, distributed optimizer (ZeRO-1), SP with TP";
         return r;
     }
-    if (series == "nemo_performance_summary_h100_2024_07" || series == "megatron_bridge_performance_h100_2025_11") {
+    if (series == "nemo_performance_summary_h100_2024_07" || series == "megatron_bridge_performance_h100_2025_11"
+        || series == "nemo_long_context_h100_2024_03") {
         // NeMo's Llama recipes (NeMo-Framework-Launcher conf/training/llama/*.yaml; Megatron-Bridge's performance
         // recipes): Megatron-Core with Transformer Engine, RMSNorm, SwiGLU, rotary, untied, flash attention, no
         // dropout, the distributed optimizer, sequence parallelism with TP, no activation checkpointing.

@@ -149,7 +149,7 @@ FrameworkProfile megatronCore()
     p.cp_dkv_bytes_per_element = 2;
     // Attention is Transformer Engine's DotProductAttention (megatron/core/extensions/transformer_engine.py
     // TEDotProductAttention). Its backend choice (transformer_engine/pytorch/attention/dot_product_attention/
-    // utils.py get_attention_backend, "Select FusedAttention for performance"; in attention.py since TE 1.6)
+    // utils.py get_attention_backend, "Select FusedAttention for performance"; on sm90 since TE 225b560e9, 2023-12)
     // drops FlashAttention for cuDNN's FusedAttention on sm90 and newer whenever both can run the shape.
     p.vendor_fused_attention = true;
     // FP8 linears are Transformer Engine's. linear_qkv and linear_fc1 are TELayerNormColumnParallelLinear
