@@ -717,6 +717,30 @@ private Q_SLOTS:
         QVERIFY(relativeError(saved, 7 * layers * 5 * linearWeights / hbm) < 1e-6);
     }
 
+    void megatronRunsQkvAndGateUpAsOneGemm()
+    {
+        // Megatron's linear_qkv and linear_fc1 are one GEMM each (attention.py, mlp.py); the graph lists Q, K, V and
+        // gate, up apart. Under TP 8 Llama 3 70B's K and V are 128 columns wide: alone, they run far below the rate
+        // of the fused 1280-column GEMM.
+        const std::int64_t seq = 4096;
+        const PresetBlock b("llama3-70b", seq);
+        LayerLayout apart;
+        apart.tp = 8;
+        apart.tp_group = {8, 8};
+        LayerLayout fused = apart;
+        fused.fused_column_gemms = true;
+        const CostSource& src = *b.source;
+        const double m = static_cast<double>(seq), h = 8192, kv = 1024 / 8.0, q = 8192 / 8.0, ffn = 28672 / 8.0;
+        const DType bf16 = DType::BF16;
+        const double separate
+            = src.matmulTime(m, q, h, bf16) + 2 * src.matmulTime(m, kv, h, bf16) + 2 * src.matmulTime(m, ffn, h, bf16);
+        const double together = src.matmulTime(m, q + 2 * kv, h, bf16) + src.matmulTime(m, 2 * ffn, h, bf16);
+        QVERIFY(separate > together);
+        QVERIFY(relativeError(b.cost(apart).forward - b.cost(fused).forward, separate - together) < 1e-9);
+        QVERIFY(frameworkProfile(Framework::MegatronCore).fused_column_gemms);
+        QVERIFY(!frameworkProfile(Framework::Torchtitan).fused_column_gemms);
+    }
+
     void fsdpPeakIsTheWorstLayerNotASumOfMaxima()
     {
         // Under FSDP2 a stage's peak beside the saved activations is one layer's: its own bf16 parameters, the

@@ -58,6 +58,7 @@ LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework,
     layout.tp_gathers_fp8_tensorwise = framework.tp_gathers_fp8_tensorwise;
     layout.tp_backward_comm_async = framework.tp_backward_comm_async;
     layout.fp8_cast_in_norm = framework.fp8_cast_in_norm;
+    layout.fused_column_gemms = framework.fused_column_gemms;
     // torchtitan's per-op AC is PyTorch's selective checkpointing policy; Megatron's --recompute-modules are
     // module checkpoints whose outputs stay alive for the ops that consume them.
     layout.selective_checkpoint_policy = c.framework == Framework::Torchtitan;

@@ -513,10 +513,15 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
     // input gradients before the reduce-scatter.
     std::unordered_map<TensorId, int> columnConsumers;
     std::unordered_set<TensorId> fp8CastInputs; ///< column inputs already cast to float8 before their gather
+    // Where the framework runs those linears as one GEMM (LayerLayout::fused_column_gemms), its output width.
+    std::unordered_map<TensorId, double> fusedWidth;
     for (const auto id : layer.ops) {
         const Op& op = graph.op(id);
-        if (isGemm(op.kind) && !op.inputs.empty() && gathersItsInput(op))
+        if (isGemm(op.kind) && !op.inputs.empty() && gathersItsInput(op)) {
             ++columnConsumers[op.inputs.front()];
+            if (layout.fused_column_gemms && !op.params.empty() && op.kind != OpKind::MoeExperts)
+                fusedWidth[op.inputs.front()] += gemmOf(graph, op, 1, tp).n;
+        }
     }
 
     for (std::size_t i = 0; i < layer.ops.size(); ++i) {
@@ -564,15 +569,19 @@ LayerCost computeLayerCost(const ModelGraph& graph, const std::vector<OpId>& pro
                                            : 0;
             const double m = g.m * groups.padding;
             const double mc = m / chunks;
-            fwd = std::max(chunks * source.matmulTime(mc, g.n, g.k, gemmType) * rowwise, weights);
-            bwdIn = bwdInputFlops > 0 ? std::max(chunksBwd * source.matmulTime(m / chunksBwd, g.k, g.n, gemmType)
-                                                     * rowwise * bwdInputFlops / fwdFlops,
+            // A linear fused with the others reading its input runs as its share of one wider GEMM.
+            const auto fused = op.inputs.empty() ? fusedWidth.end() : fusedWidth.find(op.inputs.front());
+            const double width = fused != fusedWidth.end() && fused->second > g.n ? fused->second : g.n;
+            const double part = g.n / width;
+            fwd = std::max(chunks * source.matmulTime(mc, width, g.k, gemmType) * part * rowwise, weights);
+            bwdIn = bwdInputFlops > 0 ? std::max(chunksBwd * source.matmulTime(m / chunksBwd, g.k, width, gemmType)
+                                                     * part * rowwise * bwdInputFlops / fwdFlops,
                                                  weights)
                                       : 0;
             // The weight-gradient GEMM reduces over all m rows at once (it is not part of the pipelined overlap).
-            bwdW = bwdWeightFlops > 0
-                ? std::max(source.matmulTime(g.k, g.n, m, gemmType) * rowwise * bwdWeightFlops / fwdFlops, weights)
-                : 0;
+            bwdW = bwdWeightFlops > 0 ? std::max(
+                       source.matmulTime(g.k, width, m, gemmType) * part * rowwise * bwdWeightFlops / fwdFlops, weights)
+                                      : 0;
             if (op.params.empty()) {
                 const double streamed = batchedGemmBytes(op, bytesOf);
                 fwd = std::max(fwd, source.memoryTime(streamed));

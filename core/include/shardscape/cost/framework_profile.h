@@ -219,6 +219,9 @@ struct FrameworkProfile
     /** The FP8 copy of each weight is cast on a step's first micro-batch and reused by the others (Transformer
         Engine's weight workspace, refreshed only when is_first_microbatch is set). */
     bool fp8_weight_cached_per_step = false;
+    /** The linears that read one input are one GEMM: Q, K and V as one query-key-value projection, gate and up as
+        one. A model graph lists them apart; the framework's GEMM has their summed width. */
+    bool fused_column_gemms = false;
     /** A column-parallel linear's backward launches its TP collectives asynchronously beside its own GEMMs: the
         input gradient's all-reduce (reduce-scatter under SP) runs under the weight-gradient GEMM, and under SP the
         re-gather of the saved (sharded) input runs under the input-gradient GEMM. Otherwise the backward waits for

@@ -67,6 +67,8 @@ struct LayerLayout
     bool tp_backward_comm_async = false;
     /** FP8 linears fed by a norm take their cast from the norm kernel (FrameworkProfile::fp8_cast_in_norm). */
     bool fp8_cast_in_norm = false;
+    /** Linears reading one input run as one GEMM (FrameworkProfile::fused_column_gemms). */
+    bool fused_column_gemms = false;
     /** The FP8 scaling recipe of the linears when fp8_linears is on. */
     Float8Recipe fp8_recipe = Float8Recipe::Tensorwise;
     GroupShape tp_group;
