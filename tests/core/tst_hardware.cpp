@@ -483,6 +483,12 @@ private Q_SLOTS:
         QTest::newRow("gpus fraction") << "/gpus_per_node"
                                        << "8.5"
                                        << "whole number";
+        QTest::newRow("fused attention zero") << "/fused_attention_speedup"
+                                              << "0"
+                                              << "'fused_attention_speedup' is 0; it must be greater than 0";
+        QTest::newRow("fused attention huge") << "/fused_attention_speedup"
+                                              << "16"
+                                              << "the largest accepted value is 10";
         QTest::newRow("gpus string") << "/gpus_per_node"
                                      << R"("8")"
                                      << "'gpus_per_node' must be a number";
