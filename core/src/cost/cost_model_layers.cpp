@@ -22,8 +22,9 @@ namespace shardscape {
 namespace {
 
 LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework, GroupShape tpGroup, GroupShape cpGroup,
-                     int gpusPerNode)
+                     const Cluster& cluster)
 {
+    const int gpusPerNode = cluster.gpus_per_node;
     LayerLayout layout;
     layout.tp = c.tp;
     layout.cp = c.cp;
@@ -64,6 +65,8 @@ LayerLayout layoutOf(const ParallelConfig& c, const FrameworkProfile& framework,
     layout.selective_checkpoint_policy = c.framework == Framework::Torchtitan;
     layout.policy_caches_attention = framework.op_sac_caches_attention;
     layout.attention_repeats_kv = framework.attention_repeats_kv;
+    if (framework.vendor_fused_attention && cluster.device.fused_attention_speedup > 0)
+        layout.attention_speedup = cluster.device.fused_attention_speedup;
     layout.sp_saves_gathered_inputs = framework.sp_saves_gathered_inputs;
     layout.tp_group = tpGroup;
     layout.cp_group = cpGroup;
@@ -100,10 +103,8 @@ std::string recomputePattern(const ModelGraph& graph, const Layer& layer, const 
 
 const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c) const
 {
-    LayerLayout layout = layoutOf(c, frameworkOf(c), groupShape(c, "tp"), groupShape(c, "cp"), m_cluster.gpus_per_node);
+    LayerLayout layout = layoutOf(c, frameworkOf(c), groupShape(c, "tp"), groupShape(c, "cp"), m_cluster);
     layout.overlap_hidden_fraction = m_params.zero3_prefetch_overlap;
-    if (frameworkOf(c).vendor_fused_attention && m_cluster.device.fused_attention_speedup > 0)
-        layout.attention_speedup = m_cluster.device.fused_attention_speedup;
     const std::size_t representative = m_classRepresentative[static_cast<std::size_t>(m_classOf[layer])];
     std::size_t subject = representative;
     std::string pattern;

@@ -162,10 +162,10 @@ FrameworkProfile megatronCore()
     // output gradient of a row-parallel linear in backward.
     p.fp8_cast_in_norm = true;
     p.fp8_weight_cached_per_step = true;
+    p.tp_gathers_fp8_tensorwise = true;
     // SelfAttention's linear_qkv projects to query_projection_size + 2 kv_projection_size in one GEMM, and MLP's
     // linear_fc1 to 2 ffn_hidden_size when gated (megatron/core/transformer/attention.py, mlp.py).
     p.fused_column_gemms = true;
-    p.tp_gathers_fp8_tensorwise = true;
     return p;
 }
 
