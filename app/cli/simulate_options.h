@@ -49,6 +49,9 @@ struct SimulateOptions
     std::string json;
     std::string trace;
     std::string from_config;
+    /** --from-config's Megatron script ran --transformer-impl local (BuildOptions::megatron_local_attention). */
+    bool megatron_local_attention = false;
+    bool masked_softmax_fusion = true;
     std::string save_plan;
     std::string profile_dir;
     std::string framework; ///< empty = generic, or the job config's with --from-config

@@ -128,6 +128,7 @@ private slots:
     void korthikantiActivations();
     void flashActivations();
     void hfEagerAttention();
+    void megatronTorchSoftmax();
     void graphIsWellFormed_data();
     void graphIsWellFormed();
     void llamaConventions();
@@ -557,6 +558,38 @@ void TestModelBuilders::hfEagerAttention()
     // The native graph keeps the choice.
     const ModelGraph reloaded = loadNativeGraph(toNativeJson(g), "round trip");
     QVERIFY(reloaded.transformer && reloaded.transformer->hf_eager_attention);
+}
+
+void TestModelBuilders::megatronTorchSoftmax()
+{
+    // Megatron's forward_torch_softmax (--no-masked-softmax-fusion): masked_fill_ reads the 16-bit scores and the
+    // [b, 1, s, s] boolean mask and writes the scores (2 + 2 per element, 1 per mask element), the 16-bit softmax
+    // reads 2 and writes 2: 8 per element against the fused kernel's 4. It keeps what the fused one keeps.
+    const std::int64_t b = 2;
+    const std::int64_t s = 256;
+    const std::int64_t a = 8;
+    BuildOptions options;
+    options.batch = b;
+    options.seq_len = s;
+    TransformerShape fused = gptShape(256, a, 0.0, false);
+    TransformerShape torch = fused;
+    torch.masked_softmax_fusion = false;
+    const ModelGraph g = buildTransformerGraph(torch, options, "gpt");
+    double streamed = 0;
+    int ops = 0;
+    for (const auto& op : g.ops())
+        if (op.module == "transformer.h.0.attn.core"
+            && (op.kind == OpKind::Elementwise || op.kind == OpKind::Softmax)) {
+            streamed += op.bytes_read + op.bytes_written;
+            ++ops;
+        }
+    QCOMPARE(ops, 2);
+    const double scores = static_cast<double>(b * a * s * s);
+    COMPARE_EXACT(streamed, 8 * scores + static_cast<double>(b * s * s));
+    COMPARE_EXACT(blockActivationBytes(g, 0), blockActivationBytes(buildTransformerGraph(fused, options, "gpt"), 0));
+
+    const ModelGraph reloaded = loadNativeGraph(toNativeJson(g), "round trip");
+    QVERIFY(reloaded.transformer && !reloaded.transformer->masked_softmax_fusion);
 }
 
 void TestModelBuilders::flashActivations()

@@ -1216,6 +1216,31 @@ torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
         QCOMPARE(int(c.framework), int(Framework::MegatronCore));
     }
 
+    void importMegatronLocalTransformerImpl()
+    {
+        // --transformer-impl local: Megatron-Core's local layer spec, whose DotProductAttention materialises the
+        // s x s scores; --no-masked-softmax-fusion sends them through the torch masked_fill_ + softmax fallback.
+        const std::string base = "torchrun --nnodes 1 --nproc-per-node 1 pretrain_gpt.py --num-layers 2 "
+                                 "--hidden-size 256 --num-attention-heads 4 --seq-length 512 "
+                                 "--micro-batch-size 1 --global-batch-size 4";
+        QTemporaryDir dir;
+        const auto model = [&](const std::string& extra) {
+            return importJobConfig(writeText(dir, "train.sh", base + extra)).model.value();
+        };
+        const TransformerShape te = model("");
+        QVERIFY(te.flash_attention && te.masked_softmax_fusion);
+        QVERIFY(model(" --transformer-impl transformer_engine").flash_attention);
+        const TransformerShape local = model(" --transformer-impl local");
+        QVERIFY(!local.flash_attention && !local.hf_eager_attention && local.masked_softmax_fusion);
+        const TransformerShape unfusedSoftmax = model(" --transformer-impl local --no-masked-softmax-fusion");
+        QVERIFY(!unfusedSoftmax.flash_attention && !unfusedSoftmax.masked_softmax_fusion);
+        const std::string error
+            = test::inputErrorOf([&] { importJobConfig(writeText(dir, "bad.sh", base + " --transformer-impl te")); });
+        QVERIFY2(error.find("--transformer-impl") != std::string::npos && error.find("'te'") != std::string::npos
+                     && error.find("local") != std::string::npos,
+                 error.c_str());
+    }
+
     void importTorchtitanDefaults()
     {
         // No module_fqns_per_model_part: torchtitan's own split, weighting the embedding and head as a layer each.

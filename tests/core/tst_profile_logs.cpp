@@ -85,6 +85,9 @@ private slots:
         QVERIFY(script.find("--micro-batch-size 2") != std::string::npos);
         QVERIFY(script.find("--swiglu") != std::string::npos);
         QVERIFY(script.find("--fp8") == std::string::npos); // fp8 None: its recipe default is not a choice
+        // The run had no Transformer Engine: the local layer spec, and the torch softmax fallback.
+        QVERIFY(script.find("--transformer-impl local") != std::string::npos);
+        QVERIFY(script.find("--no-masked-softmax-fusion") != std::string::npos);
     }
 
     void publicMegatronLogWithTokenizerVocabulary()
@@ -226,8 +229,15 @@ private slots:
             QVERIFY(std::fabs(run.calibrated_step_s / run.measured_step_s - 1) < 0.03);
             QVERIFY(run.held_out_step_s > 0);
         }
-        // Megatron without Transformer Engine runs attention unfused: the fit finds it, not the GEMMs, slow.
-        QVERIFY(r.calibration.attention_time_scale > 3);
+        // The runs used Megatron-Core's local layer (--transformer-impl local in the dump), whose attention keeps
+        // the s x s probabilities: the prediction builds it so, with no flash kernel for the attention scale to
+        // stretch (it hit its x20 cap when these runs were costed with flash attention) and no peak left for an
+        // offset to fill (+8.6 GB then). Without recomputation the datasheet's peak is within 5% of the measured.
+        QCOMPARE(r.calibration.attention_time_scale, 1.0);
+        QVERIFY(std::fabs(r.calibration.memory_offset_bytes) < 1e9);
+        for (const auto& run : r.runs)
+            if (run.log != "c-mb2-s2k-full.log")
+                QVERIFY2(std::fabs(run.predicted_peak_bytes / run.measured_peak_bytes - 1) < 0.05, run.log.c_str());
         QVERIFY(std::fabs(std::log(r.calibration.matmul_time_scale)) < std::log(1.5));
         // One GPU: no communication in any run, so its scale is not fitted.
         QCOMPARE(r.calibration.collective_time_scale, 1.0);

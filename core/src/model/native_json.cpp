@@ -56,6 +56,7 @@ nlohmann::json transformerToJson(const TransformerShape& t)
             doc[key] = value;
     };
     put("hf_eager_attention", t.hf_eager_attention, plain.hf_eager_attention);
+    put("masked_softmax_fusion", t.masked_softmax_fusion, plain.masked_softmax_fusion);
     put("dense_ffn_hidden", t.dense_ffn_hidden, plain.dense_ffn_hidden);
     put("first_dense_layers", t.first_dense_layers, plain.first_dense_layers);
     put("moe_layer_step", t.moe_layer_step, plain.moe_layer_step);
@@ -95,6 +96,7 @@ TransformerShape transformerFromJson(const nlohmann::json& doc, const std::strin
     t.learned_positions = f.boolean("learned_positions", false);
     t.flash_attention = f.boolean("flash_attention", true);
     t.hf_eager_attention = f.boolean("hf_eager_attention", false);
+    t.masked_softmax_fusion = f.boolean("masked_softmax_fusion", true);
     t.dropout = f.number("dropout", 0.0, 1.0);
     t.norm = f.string("norm");
     t.dense_ffn_hidden = f.optInteger("dense_ffn_hidden", 0, 100'000'000).value_or(0);

@@ -130,6 +130,26 @@ TensorId TransformerBuilder::fusedSoftmax(const std::string& module, TensorId sc
     return probs;
 }
 
+TensorId TransformerBuilder::torchMaskedSoftmax(const std::string& module, TensorId scores)
+{
+    // Megatron's FusedScaleMaskSoftmax.forward_torch_softmax (megatron/core/fusions/fused_softmax.py), taken when
+    // --no-masked-softmax-fusion turns the fused kernel off: attention_mask_func masks the 16-bit scores in place
+    // (masked_fill_ with the boolean causal mask, [b, 1, s, s] from the data loader or [s, s] built in place), then
+    // torch.nn.Softmax runs in the scores' dtype (softmax_in_fp32 is off unless query-key layer scaling is on).
+    // Backward passes the gradient through the mask (grad.masked_fill) after the softmax's backward.
+    const double n = elements(scores);
+    Op mask = makeOp(module + ".mask", module, OpKind::Elementwise, TpRole::Local);
+    const TensorId masked = activation(module + ".masked", m_graph.tensor(scores).shape, true);
+    mask.inputs = {scores};
+    mask.outputs = {masked};
+    mask.flops_fwd = n;
+    mask.flops_bwd_input = n;
+    mask.bytes_read = bytes(scores) + static_cast<double>(m_b) * static_cast<double>(m_s) * static_cast<double>(m_s);
+    mask.bytes_written = bytes(masked);
+    commit(std::move(mask));
+    return fusedSoftmax(module, masked);
+}
+
 TensorId TransformerBuilder::eagerSoftmax(const std::string& module, TensorId scores)
 {
     // Hugging Face's eager_attention_forward (transformers/models/llama/modeling_llama.py and the families that
@@ -184,7 +204,9 @@ TensorId TransformerBuilder::unfusedCore(const std::string& module, const Qkv& q
     score.flops_bwd_input = 2 * half;
     commit(std::move(score));
 
-    TensorId probs = m_shape.hf_eager_attention ? eagerSoftmax(module, scores) : fusedSoftmax(module, scores);
+    TensorId probs = m_shape.hf_eager_attention ? eagerSoftmax(module, scores)
+        : m_shape.masked_softmax_fusion         ? fusedSoftmax(module, scores)
+                                                : torchMaskedSoftmax(module, scores);
 
     if (m_shape.dropout > 0)
         probs = dropout(module + ".dropout", module, probs, TpRole::Local, true);

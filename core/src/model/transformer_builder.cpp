@@ -157,11 +157,23 @@ void validateShape(const TransformerShape& t)
         throw InputError(cat("transformer shape: unknown norm '", t.norm, "'"), "use \"rmsnorm\" or \"layernorm\"");
 }
 
+/** The shape as the run built it: a job config's Megatron local layer (BuildOptions) replaces the model file's
+    attention kernel. */
+TransformerShape asBuilt(TransformerShape shape, const BuildOptions& options)
+{
+    if (options.megatron_local_attention) {
+        shape.flash_attention = false;
+        shape.hf_eager_attention = false;
+        shape.masked_softmax_fusion = options.masked_softmax_fusion;
+    }
+    return shape;
+}
+
 } // namespace
 
 TransformerBuilder::TransformerBuilder(const TransformerShape& shape, Biases biases, const BuildOptions& options,
                                        std::string name)
-    : m_shape(shape)
+    : m_shape(asBuilt(shape, options))
     , m_biases(biases)
     , m_dtype(options.dtype)
     , m_names(shape.family == "gpt2"           ? gpt2Names()
@@ -179,7 +191,7 @@ TransformerBuilder::TransformerBuilder(const TransformerShape& shape, Biases bia
     m_graph.batch = m_b;
     m_graph.seq_len = m_s;
     m_graph.dtype = m_dtype;
-    m_graph.transformer = shape;
+    m_graph.transformer = m_shape;
 }
 
 ModelGraph TransformerBuilder::build()

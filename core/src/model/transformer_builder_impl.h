@@ -154,8 +154,10 @@ private:
 
     /** Scores, softmax, (dropout), context: the s x s tensors Korthikanti's 5as/h term counts. */
     TensorId unfusedCore(const std::string& module, const Qkv& qkv);
-    /** The scores' softmax: Megatron's one fused kernel, or Hugging Face's eager chain (hf_eager_attention). */
+    /** The scores' softmax: Megatron's one fused kernel, its torch fallback (masked_softmax_fusion off), or
+        Hugging Face's eager chain (hf_eager_attention). */
     TensorId fusedSoftmax(const std::string& module, TensorId scores);
+    TensorId torchMaskedSoftmax(const std::string& module, TensorId scores);
     TensorId eagerSoftmax(const std::string& module, TensorId scores);
 
     /** Dense MLP: SwiGLU (gate, up, act, down) or GELU (fc, act, proj). Returns the down projection. */

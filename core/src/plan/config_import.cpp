@@ -111,4 +111,13 @@ ImportedConfig importJobConfig(const std::filesystem::path& path, const ImportOp
     return importJobConfigText(readTextFile(path), path.string(), options);
 }
 
+bool applyJobAttention(BuildOptions& build, const ImportedConfig& imported)
+{
+    if (!imported.model || imported.model->flash_attention)
+        return false;
+    build.megatron_local_attention = true;
+    build.masked_softmax_fusion = imported.model->masked_softmax_fusion;
+    return true;
+}
+
 } // namespace shardscape

@@ -341,6 +341,17 @@ TransformerShape modelFrom(const MegatronArgs& args, bool nullTokenizerAddsEod)
     t.learned_positions = args.string("--position-embedding-type").value_or("learned_absolute") == "learned_absolute";
     t.tied_embeddings = !args.has("--untie-embeddings-and-output-weights");
     t.dropout = args.number("--hidden-dropout").value_or(0.1);
+    // --transformer-impl (TransformerConfig.transformer_impl, default transformer_engine): "local" builds the layer
+    // from get_gpt_layer_local_spec (megatron/core/models/gpt/gpt_layer_specs.py), whose core attention is
+    // DotProductAttention (megatron/core/transformer/dot_product_attention.py): baddbmm scores, the
+    // scale-mask-softmax, bmm with the values, the s x s probabilities saved for backward. Transformer Engine's
+    // DotProductAttention runs a fused flash kernel.
+    const std::string impl = args.string("--transformer-impl").value_or("transformer_engine");
+    if (impl != "transformer_engine" && impl != "local" && impl != "inference_optimized")
+        args.failFlag("--transformer-impl", cat("unknown implementation '", impl, "'"),
+                      "use transformer_engine (the default) or local");
+    t.flash_attention = impl != "local";
+    t.masked_softmax_fusion = !args.has("--no-masked-softmax-fusion");
     return t;
 }
 

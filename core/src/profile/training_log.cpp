@@ -361,6 +361,7 @@ std::string megatronScriptFromArguments(const TrainingLog& log)
                                                "num_distributed_optimizer_instances",
                                                "data_parallel_sharding_strategy",
                                                "fp8_recipe",
+                                               "transformer_impl",
                                                "tokenizer_type",
                                                "rampup_batch_size"};
     // store_true arguments: the flag when the dump says True.
@@ -415,6 +416,8 @@ std::string megatronScriptFromArguments(const TrainingLog& log)
             args += " \\\n    " + dashed(name);
         } else if (name == "fp8") {
             args += " \\\n    --fp8-format " + value;
+        } else if (name == "masked_softmax_fusion" && value == "False") {
+            args += " \\\n    --no-masked-softmax-fusion";
         } else if (name == "overlap_p2p_comm" && value == "False" && pipelineSize != "1") {
             args += " \\\n    --no-overlap-p2p-communication";
         } else if (name == "microbatch_group_size_per_vp_stage") {

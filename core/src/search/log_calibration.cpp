@@ -257,6 +257,10 @@ PreparedRun prepare(const LogRunSpec& spec, const LogImportRequest& request)
     BuildOptions build;
     build.batch = run.config.micro_batch;
     build.seq_len = imported.seq_len;
+    if (applyJobAttention(build, imported) && !request.model.empty())
+        run.report.warnings.push_back(cat("the run used Megatron-Core's local layer (--transformer-impl local): ",
+                                          std::filesystem::path(request.model).filename().string(),
+                                          "'s attention is costed unfused"));
     if (!request.model.empty())
         run.graph = std::make_shared<const ModelGraph>(loadModel(request.model, build));
     else if (imported.model)

@@ -21,6 +21,11 @@ struct BuildOptions
     std::int64_t batch = 1; ///< sequences per micro-batch
     std::int64_t seq_len = 0; ///< tokens per sequence; 0 = min(max_position_embeddings, 4096)
     DType dtype = DType::BF16; ///< activation and weight dtype
+    /** The run used Megatron-Core's local layer (--transformer-impl local in its job config; applyJobAttention in
+        plan/config_import.h): transformer models build their attention core unfused, whatever the model file says,
+        through the fused softmax kernel or, with masked_softmax_fusion off, the torch fallback. */
+    bool megatron_local_attention = false;
+    bool masked_softmax_fusion = true;
 };
 
 /**

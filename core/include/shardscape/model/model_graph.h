@@ -85,6 +85,10 @@ struct TransformerShape
         "eager"): scale and mask in kernels of their own, softmax in fp32, its output cast back; otherwise unfused
         attention is Megatron's CoreAttention with its fused scale-mask-softmax. */
     bool hf_eager_attention = false;
+    /** Unfused Megatron attention only: whether FusedScaleMaskSoftmax runs its fused kernel (--masked-softmax-fusion,
+        the default). Without it, forward_torch_softmax (megatron/core/fusions/fused_softmax.py) masks the scores in
+        place with masked_fill_ and then runs a 16-bit torch softmax: a second pass over the s x s scores each way. */
+    bool masked_softmax_fusion = true;
     double dropout = 0.0;
     std::string norm = "rmsnorm"; ///< "rmsnorm" or "layernorm"
     /** RoPE's base frequency (HF rope_theta: 10000 for Llama 2, 500000 for Llama 3); 0 = not stated. Costs do not

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "shardscape/cost/parallel_config.h"
+#include "shardscape/model/hf_config.h"
 #include "shardscape/model/model_graph.h"
 
 #include <cstdint>
@@ -57,5 +58,12 @@ ImportedConfig importJobConfig(const std::filesystem::path& path, const ImportOp
 
 /** importJobConfig on text already read; `origin` names it in messages and its extension picks the format. */
 ImportedConfig importJobConfigText(std::string_view text, std::string_view origin, const ImportOptions& options = {});
+
+/**
+ * Builds the model as the imported job ran it: a Megatron launch script with --transformer-impl local ran
+ * Megatron-Core's local layer, whose attention core is unfused, which a model file given beside the script does not
+ * say. Sets `build` for it and returns true; false (and `build` unchanged) when the config fixes nothing.
+ */
+bool applyJobAttention(BuildOptions& build, const ImportedConfig& imported);
 
 } // namespace shardscape
