@@ -259,6 +259,9 @@ bool modelArgs(Context& context, Args& args, std::int64_t& vocab)
                      "Megatron-LM flag: the export trains without it (Megatron-DeepSpeed's --embed-layernorm has it)");
     add(args, "--attention-dropout", fixed(t.dropout, 2));
     add(args, "--hidden-dropout", fixed(t.dropout, 2));
+    // TransformerConfig.transformer_impl defaults to transformer_engine; written out because the prediction is that
+    // layer's. Megatron's local layer (gpt_layer_specs.py get_gpt_layer_local_spec) runs attention unfused.
+    add(args, "--transformer-impl", "transformer_engine");
     if (t.num_experts > 0) {
         add(args, "--num-experts", cat(t.num_experts));
         add(args, "--moe-router-topk", cat(t.top_k));
@@ -385,6 +388,8 @@ std::string exportMegatron(Context& context)
     head.push_back(
         cat("Run this on every node. MEGATRON_LM is a Megatron-LM checkout of ", context.framework_version, ","));
     head.emplace_back("MASTER_ADDR the host name of node 0; any arguments are appended to pretrain_gpt.py's.");
+    head.emplace_back("The prediction is for Transformer Engine's layer: with --transformer-impl local attention runs");
+    head.emplace_back("unfused (slower, s x s probabilities in memory); simulate --from-config predicts that too.");
     std::string out = "#!/usr/bin/env bash\n" + commentBlock(head, "# ");
     if (!context.notes.empty())
         out += "#\n" + notesBlock(context.notes, "# ");

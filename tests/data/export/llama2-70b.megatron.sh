@@ -10,6 +10,8 @@
 #
 # Run this on every node. MEGATRON_LM is a Megatron-LM checkout of core_v0.19,
 # MASTER_ADDR the host name of node 0; any arguments are appended to pretrain_gpt.py's.
+# The prediction is for Transformer Engine's layer: with --transformer-impl local attention runs
+# unfused (slower, s x s probabilities in memory); simulate --from-config predicts that too.
 #
 # What this target cannot express (also printed by shardscape-cli export):
 # - ZeRO-3 is written as Megatron-FSDP (--use-megatron-fsdp with strategy optim_grads_params), Megatron's ZeRO-2/3
@@ -61,6 +63,7 @@ torchrun --nnodes "$NNODES" --nproc-per-node "$GPUS_PER_NODE" --rdzv-backend c10
     --disable-bias-linear \
     --attention-dropout 0.00 \
     --hidden-dropout 0.00 \
+    --transformer-impl transformer_engine \
     --make-vocab-size-divisible-by 32 \
     --bf16 \
     --train-iters 100 \
