@@ -46,7 +46,9 @@ void printSummary(const ModelSummary& s, const ModelGraph& graph)
                 std::cout << " (global every " << t.global_layer_every << ")";
         }
         if (!t.flash_attention)
-            std::cout << (t.hf_eager_attention ? ", eager attention (fp32 softmax kept)" : ", unfused attention");
+            std::cout << (t.hf_eager_attention          ? ", eager attention (fp32 softmax kept)"
+                              : t.masked_softmax_fusion ? ", unfused attention"
+                                                        : ", unfused attention (masked_fill_ + torch softmax)");
         std::cout << ")";
     }
     for (const auto& note : graph.load_notes)

@@ -1241,6 +1241,68 @@ torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
                  error.c_str());
     }
 
+    void importMegatronBlockRecompute()
+    {
+        // --recompute-method block: each model chunk recomputes its first n layers whole (megatron/core/recompute.py);
+        // uniform recomputes every layer.
+        const std::string base = "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py --num-layers 8 "
+                                 "--hidden-size 256 --num-attention-heads 4 --seq-length 512 "
+                                 "--micro-batch-size 1 --global-batch-size 16 --recompute-granularity full ";
+        QTemporaryDir dir;
+        const auto config = [&](const std::string& extra) {
+            return importJobConfig(writeText(dir, "train.sh", base + extra)).config;
+        };
+        const ParallelConfig one = config("--recompute-method block --recompute-num-layers 3");
+        QCOMPARE(one.recompute, RecomputeKind::Modules);
+        QCOMPARE(one.recompute_modules, (std::vector<std::string> {"0", "1", "2"}));
+        // pp 2 x vpp 2: four chunks of two layers in layer order, the first of each recomputed.
+        const ParallelConfig chunks = config("--recompute-method block --recompute-num-layers 1 "
+                                             "--pipeline-model-parallel-size 2 "
+                                             "--num-layers-per-virtual-pipeline-stage 2");
+        QCOMPARE(chunks.recompute, RecomputeKind::Modules);
+        QCOMPARE(chunks.recompute_modules, (std::vector<std::string> {"0", "2", "4", "6"}));
+        QCOMPARE(config("--recompute-method block --recompute-num-layers 8").recompute, RecomputeKind::Full);
+        QCOMPARE(config("--recompute-method uniform --recompute-num-layers 2").recompute, RecomputeKind::Full);
+        QCOMPARE(config("").recompute, RecomputeKind::Full);
+        const std::string error = test::inputErrorOf(
+            [&] { importJobConfig(writeText(dir, "bad.sh", base + "--recompute-method blocks")); });
+        QVERIFY2(error.find("--recompute-method") != std::string::npos && error.find("'blocks'") != std::string::npos,
+                 error.c_str());
+
+        // The recomputed blocks cost that share of full recomputation's time: 3 of 8 identical blocks.
+        const auto recomputeSeconds = [](const ParallelConfig& planned) {
+            const auto c = makeCase("llama2-7b", 1, planned, 2048);
+            return c->evaluation.time.recompute;
+        };
+        ParallelConfig full;
+        full.dp = 8;
+        full.num_microbatches = 2;
+        full.recompute = RecomputeKind::Full;
+        ParallelConfig block = full;
+        block.recompute = RecomputeKind::Modules;
+        for (int i = 0; i < 12; ++i)
+            block.recompute_modules.push_back(std::to_string(i));
+        QVERIFY(recomputeSeconds(full) > 0);
+        QVERIFY(std::fabs(recomputeSeconds(block) / (recomputeSeconds(full) * 12 / 32) - 1) < 1e-9);
+
+        // Megatron's export writes the block method back, and says so when the blocks are not a chunk prefix.
+        const auto exported = [](const ParallelConfig& planned) {
+            const auto c = makeCase("llama2-7b", 1, planned, 2048);
+            return exportPlan(ExportTarget::Megatron, c->plan, *c->graph, c->plan.cluster);
+        };
+        const ExportResult prefix = exported(block);
+        QVERIFY(prefix.text.find("--recompute-granularity full \\\n    --recompute-method block \\\n    "
+                                 "--recompute-num-layers 12 \\")
+                != std::string::npos);
+        QCOMPARE(reimportMegatron(prefix.text, *makeCase("llama2-7b", 1, block, 2048)->graph).config.recompute_modules,
+                 block.recompute_modules);
+        ParallelConfig scattered = block;
+        scattered.recompute_modules = {"3", "5"};
+        const ExportResult notPrefix = exported(scattered);
+        QVERIFY(notPrefix.text.find("--recompute-granularity") == std::string::npos);
+        QVERIFY(notPrefix.text.find("not the first n decoder layers of every model chunk") != std::string::npos);
+    }
+
     void importTorchtitanDefaults()
     {
         // No module_fqns_per_model_part: torchtitan's own split, weighting the embedding and head as a layer each.

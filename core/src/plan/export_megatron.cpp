@@ -12,11 +12,13 @@
 // - Schedules: Megatron runs 1F1B, or interleaved 1F1B with VPP; exportPlan refuses plans with another schedule.
 // - Per-module recomputation maps to --recompute-modules where Megatron has the module (mlp, layernorm, core_attn).
 #include "export_common.h"
+#include "import_helpers.h"
 
 #include "shardscape/support/error.h"
 #include "shardscape/support/strings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 
@@ -123,6 +125,40 @@ void zeroArgs(Context& context, Args& args)
     }
 }
 
+/**
+ * Whole blocks recomputed by index (what importing --recompute-method block gives): Megatron's block method when they
+ * are the first n decoder layers of every model chunk (import_helpers.h megatronBlockRecompute). False when the
+ * plan's modules are not block indices.
+ */
+bool blockRecomputeArgs(Context& context, Args& args)
+{
+    const ParallelConfig& c = context.config();
+    const auto index = [](const std::string& m) {
+        return !m.empty() && std::all_of(m.begin(), m.end(), [](unsigned char ch) { return std::isdigit(ch); });
+    };
+    if (c.recompute_modules.empty() || !std::all_of(c.recompute_modules.begin(), c.recompute_modules.end(), index))
+        return false;
+    std::vector<int> chunks = context.blocks;
+    if (chunks.empty() && c.pp == 1 && context.model.transformer)
+        chunks = {static_cast<int>(context.model.transformer->num_layers)};
+    std::vector<std::string> wanted = c.recompute_modules;
+    std::sort(wanted.begin(), wanted.end());
+    for (int n = 1; !chunks.empty() && n < *std::max_element(chunks.begin(), chunks.end()); ++n) {
+        std::vector<std::string> blocks = importing::megatronBlockRecompute(chunks, n);
+        std::sort(blocks.begin(), blocks.end());
+        if (blocks == wanted) {
+            add(args, "--recompute-granularity", "full");
+            add(args, "--recompute-method", "block");
+            add(args, "--recompute-num-layers", cat(n));
+            return true;
+        }
+    }
+    context.note(cat("the plan recomputes blocks ", join(c.recompute_modules, ", "),
+                     ", which are not the first n decoder layers of every model chunk (Megatron's --recompute-method "
+                     "block): not recomputed"));
+    return true;
+}
+
 void recomputeArgs(Context& context, Args& args)
 {
     const ParallelConfig& c = context.config();
@@ -143,6 +179,8 @@ void recomputeArgs(Context& context, Args& args)
     case RecomputeKind::Modules:
         break;
     }
+    if (blockRecomputeArgs(context, args))
+        return;
     std::vector<std::string> modules;
     std::vector<std::string> dropped;
     const auto use = [&modules](const std::string& name) {

@@ -21,4 +21,14 @@ inline constexpr std::int64_t kMaxSeqLen = 100'000'000;
 /** [embedding, blocks..., head] counts per virtual stage from blocks per virtual stage. */
 std::vector<int> stageLayersFromBlocks(const std::vector<int>& blocks);
 
+/**
+ * Megatron's --recompute-method block (megatron/core/recompute.py in core_v0.19, TransformerBlock's
+ * _checkpointed_forward before it; one TransformerBlock per model chunk): each model chunk checkpoints its first
+ * `layers` decoder layers and keeps the other layers' activations. Returns the recomputed blocks as
+ * RecomputeKind::Modules entries, from blocks per model chunk in layer order: each entry is a global block index,
+ * which matches the block's module path ("model.layers.7", "transformer.h.7") at its last component. Empty when
+ * every layer of every chunk is recomputed (that is full recomputation).
+ */
+std::vector<std::string> megatronBlockRecompute(const std::vector<int>& chunkBlocks, std::int64_t layers);
+
 } // namespace shardscape::importing

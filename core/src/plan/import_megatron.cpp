@@ -256,7 +256,10 @@ std::vector<int> megatronBlocks(const MegatronArgs& args, int layers, int pp, in
     return blocks;
 }
 
-std::optional<RecomputeKind> recomputeFrom(const MegatronArgs& args, ParallelConfig& c, ImportedConfig& out)
+/** The recomputation the arguments ask for; `chunkBlocks` holds the decoder layers of each model chunk in layer order
+    (empty when --num-layers is not given). */
+std::optional<RecomputeKind> recomputeFrom(const MegatronArgs& args, ParallelConfig& c, ImportedConfig& out,
+                                           const std::vector<int>& chunkBlocks)
 {
     std::optional<std::string> granularity = args.string("--recompute-granularity");
     if (!granularity && args.has("--recompute-activations"))
@@ -266,10 +269,24 @@ std::optional<RecomputeKind> recomputeFrom(const MegatronArgs& args, ParallelCon
     if (*granularity == "full") {
         const std::string method = args.string("--recompute-method").value_or("uniform");
         const std::int64_t n = args.integer("--recompute-num-layers", 1, kMaxLayers).value_or(1);
-        if (method != "uniform" || n != 1)
-            out.warnings.push_back(
-                cat("--recompute-method ", method, " --recompute-num-layers ", n,
-                    " recomputes some of the layers: simulated as full recomputation of every layer"));
+        if (method != "uniform" && method != "block")
+            args.failFlag("--recompute-method", cat("unknown method '", method, "'"), "use uniform or block");
+        if (method == "block" && !chunkBlocks.empty()) {
+            // Each model chunk recomputes its first n layers whole and keeps the others' activations.
+            std::vector<std::string> blocks = megatronBlockRecompute(chunkBlocks, n);
+            if (blocks.empty())
+                return RecomputeKind::Full;
+            c.recompute_modules = std::move(blocks);
+            return RecomputeKind::Modules;
+        }
+        if (method == "block")
+            out.warnings.push_back(cat("--recompute-method block --recompute-num-layers ", n,
+                                       " without --num-layers: simulated as full recomputation of every layer"));
+        else if (n != 1)
+            // Uniform groups of n layers recompute every layer and keep one input per group.
+            out.warnings.push_back(cat("--recompute-method uniform --recompute-num-layers ", n,
+                                       " keeps one layer input per ", n,
+                                       " layers: simulated as full recomputation keeping every layer's input"));
         return RecomputeKind::Full;
     }
     if (*granularity != "selective")
@@ -434,11 +451,15 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
 
     // Pipeline split (blocks per virtual stage) and VPP.
     int vpp = 1;
+    std::vector<int> chunkBlocks;
     if (c.pp > 1 || args.has("--pipeline-model-parallel-layout")) {
         if (!args.has("--num-layers"))
             fail(origin, 0, "--num-layers is missing", "Megatron needs it to split the layers into stages");
         const int layers = static_cast<int>(*args.integer("--num-layers", 1, kMaxLayers));
-        c.stage_layers = stageLayersFromBlocks(megatronBlocks(args, layers, c.pp, vpp, out));
+        chunkBlocks = megatronBlocks(args, layers, c.pp, vpp, out);
+        c.stage_layers = stageLayersFromBlocks(chunkBlocks);
+    } else if (const auto layers = args.integer("--num-layers", 1, kMaxLayers)) {
+        chunkBlocks = {static_cast<int>(*layers)};
     }
     c.vpp = vpp;
     c.schedule = vpp > 1 ? ScheduleKind::Interleaved1F1B : ScheduleKind::OneFOneB;
@@ -472,7 +493,7 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
             c.zero_ngroups = static_cast<int>(*instances);
     }
 
-    if (const auto kind = recomputeFrom(args, c, out))
+    if (const auto kind = recomputeFrom(args, c, out, chunkBlocks))
         c.recompute = *kind;
     if (args.has("--use-tp-pp-dp-mapping"))
         c.rank_order = "tp-cp-pp-dp";
