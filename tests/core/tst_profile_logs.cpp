@@ -20,6 +20,7 @@
 
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -239,6 +240,10 @@ private slots:
             if (run.log != "c-mb2-s2k-full.log")
                 QVERIFY2(std::fabs(run.predicted_peak_bytes / run.measured_peak_bytes - 1) < 0.05, run.log.c_str());
         QVERIFY(std::fabs(std::log(r.calibration.matmul_time_scale)) < std::log(1.5));
+        // The fit says which layer its scales came from: they also carry that layer's other unfused kernels.
+        QVERIFY(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+            return n.find("Megatron-Core's local layer") != std::string::npos;
+        }));
         // One GPU: no communication in any run, so its scale is not fitted.
         QCOMPARE(r.calibration.collective_time_scale, 1.0);
         // The profile now carries it, and the planner's cost source uses it.
@@ -295,6 +300,8 @@ private slots:
             request.runs.push_back({root / (name + ".log"), root / (name + ".sh")});
         }
         const LogImportResult r = importTrainingLogs(request);
+        QVERIFY(std::none_of(r.notes.begin(), r.notes.end(),
+                             [](const std::string& n) { return n.find("local layer") != std::string::npos; }));
         QVERIFY2(std::fabs(r.calibration.matmul_time_scale / 1.3 - 1) < 0.05,
                  cat(r.calibration.matmul_time_scale).c_str());
         QVERIFY2(std::fabs(r.calibration.attention_time_scale / 2.0 - 1) < 0.10,

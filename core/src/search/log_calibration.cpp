@@ -41,6 +41,7 @@ struct PreparedRun
     Cluster cluster;
     ParallelConfig config;
     Workload workload;
+    bool local_layer = false; ///< Megatron-Core's local layer (--transformer-impl local), not Transformer Engine's
 };
 
 struct Prediction
@@ -257,7 +258,8 @@ PreparedRun prepare(const LogRunSpec& spec, const LogImportRequest& request)
     BuildOptions build;
     build.batch = run.config.micro_batch;
     build.seq_len = imported.seq_len;
-    if (applyJobAttention(build, imported) && !request.model.empty())
+    run.local_layer = applyJobAttention(build, imported);
+    if (run.local_layer && !request.model.empty())
         run.report.warnings.push_back(cat("the run used Megatron-Core's local layer (--transformer-impl local): ",
                                           std::filesystem::path(request.model).filename().string(),
                                           "'s attention is costed unfused"));
@@ -358,6 +360,10 @@ LogImportResult importTrainingLogs(const LogImportRequest& request)
     const auto base = makeProfileCostSource(std::make_shared<const Profile>(measured),
                                             makeDatasheetCostSource(cluster, CostParams {}));
     result.notes.push_back(cat("fitted on ", base->name()));
+    if (std::any_of(runs.begin(), runs.end(), [](const PreparedRun& run) { return run.local_layer; }))
+        result.notes.push_back("runs on Megatron-Core's local layer (--transformer-impl local): the fit also absorbs "
+                               "the kernels that layer runs unfused beyond attention, which Transformer Engine's "
+                               "layer fuses; plans for Transformer Engine on this device inherit those scales");
     const ProfileCalibration before = profile.calibration.value_or(ProfileCalibration {});
     if (profile.calibration)
         result.notes.push_back(cat("replaces the calibration of ", profile.calibration->created_utc, " (fitted on ",
