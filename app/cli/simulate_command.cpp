@@ -108,14 +108,10 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     }
     for (const auto& warning : imported.warnings)
         std::cerr << "warning: " << o.from_config << ": " << warning << '\n';
-    BuildOptions attention;
-    if (applyJobAttention(attention, imported)) {
-        o.megatron_local_attention = true;
-        o.masked_softmax_fusion = attention.masked_softmax_fusion;
+    if (applyJobAttention(o.job_build, imported))
         std::cerr << "note: " << o.from_config
                   << " runs Megatron-Core's local layer (--transformer-impl local): " << o.model
                   << "'s attention is simulated unfused\n";
-    }
 
     o.tp = c.tp;
     o.pp = c.pp;
@@ -188,11 +184,9 @@ int runSimulate(const SimulateOptions& given)
         cluster = loadCluster(o.cluster, static_cast<int>(nodes), cluster.gpus_per_node);
     }
 
-    BuildOptions build;
+    BuildOptions build = o.job_build;
     build.batch = o.micro_batch;
     build.seq_len = o.seq_len;
-    build.megatron_local_attention = o.megatron_local_attention;
-    build.masked_softmax_fusion = o.masked_softmax_fusion;
     auto graph = std::make_shared<const ModelGraph>(loadModel(o.model, build));
     ProfileRequest profileRequest;
     profileRequest.profile_dir = o.profile_dir;

@@ -5,6 +5,7 @@
 #include "serving_cli.h"
 
 #include "shardscape/cost/cost_model.h"
+#include "shardscape/model/hf_config.h"
 
 #include <cstdint>
 #include <string>
@@ -49,9 +50,8 @@ struct SimulateOptions
     std::string json;
     std::string trace;
     std::string from_config;
-    /** --from-config's Megatron script ran --transformer-impl local (BuildOptions::megatron_local_attention). */
-    bool megatron_local_attention = false;
-    bool masked_softmax_fusion = true;
+    /** How --from-config's job built the model (applyJobAttention: Megatron's --transformer-impl local). */
+    BuildOptions job_build;
     std::string save_plan;
     std::string profile_dir;
     std::string framework; ///< empty = generic, or the job config's with --from-config

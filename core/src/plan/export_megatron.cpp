@@ -134,24 +134,27 @@ bool blockRecomputeArgs(Context& context, Args& args)
 {
     const ParallelConfig& c = context.config();
     const auto index = [](const std::string& m) {
-        return !m.empty() && std::all_of(m.begin(), m.end(), [](unsigned char ch) { return std::isdigit(ch); });
+        return !m.empty() && m.size() <= 9
+            && std::all_of(m.begin(), m.end(), [](unsigned char ch) { return std::isdigit(ch); });
     };
     if (c.recompute_modules.empty() || !std::all_of(c.recompute_modules.begin(), c.recompute_modules.end(), index))
         return false;
     std::vector<int> chunks = context.blocks;
     if (chunks.empty() && c.pp == 1 && context.model.transformer)
         chunks = {static_cast<int>(context.model.transformer->num_layers)};
+    // The block method's n is what the first chunk recomputes; the other chunks must then recompute their first n.
+    const auto n = chunks.empty() ? 0
+                                  : std::count_if(c.recompute_modules.begin(), c.recompute_modules.end(),
+                                                  [&](const std::string& m) { return std::stoll(m) < chunks.front(); });
     std::vector<std::string> wanted = c.recompute_modules;
+    std::vector<std::string> blocks = importing::megatronBlockRecompute(chunks, n);
     std::sort(wanted.begin(), wanted.end());
-    for (int n = 1; !chunks.empty() && n < *std::max_element(chunks.begin(), chunks.end()); ++n) {
-        std::vector<std::string> blocks = importing::megatronBlockRecompute(chunks, n);
-        std::sort(blocks.begin(), blocks.end());
-        if (blocks == wanted) {
-            add(args, "--recompute-granularity", "full");
-            add(args, "--recompute-method", "block");
-            add(args, "--recompute-num-layers", cat(n));
-            return true;
-        }
+    std::sort(blocks.begin(), blocks.end());
+    if (n > 0 && blocks == wanted) {
+        add(args, "--recompute-granularity", "full");
+        add(args, "--recompute-method", "block");
+        add(args, "--recompute-num-layers", cat(n));
+        return true;
     }
     context.note(cat("the plan recomputes blocks ", join(c.recompute_modules, ", "),
                      ", which are not the first n decoder layers of every model chunk (Megatron's --recompute-method "

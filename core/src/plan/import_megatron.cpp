@@ -271,22 +271,22 @@ std::optional<RecomputeKind> recomputeFrom(const MegatronArgs& args, ParallelCon
         const std::int64_t n = args.integer("--recompute-num-layers", 1, kMaxLayers).value_or(1);
         if (method != "uniform" && method != "block")
             args.failFlag("--recompute-method", cat("unknown method '", method, "'"), "use uniform or block");
-        if (method == "block" && !chunkBlocks.empty()) {
+        if (method == "block") {
             // Each model chunk recomputes its first n layers whole and keeps the others' activations.
             std::vector<std::string> blocks = megatronBlockRecompute(chunkBlocks, n);
-            if (blocks.empty())
-                return RecomputeKind::Full;
-            c.recompute_modules = std::move(blocks);
-            return RecomputeKind::Modules;
-        }
-        if (method == "block")
-            out.warnings.push_back(cat("--recompute-method block --recompute-num-layers ", n,
-                                       " without --num-layers: simulated as full recomputation of every layer"));
-        else if (n != 1)
+            if (!blocks.empty()) {
+                c.recompute_modules = std::move(blocks);
+                return RecomputeKind::Modules;
+            }
+            if (chunkBlocks.empty())
+                out.warnings.push_back(cat("--recompute-method block --recompute-num-layers ", n,
+                                           " without --num-layers: simulated as full recomputation of every layer"));
+        } else if (n != 1) {
             // Uniform groups of n layers recompute every layer and keep one input per group.
             out.warnings.push_back(cat("--recompute-method uniform --recompute-num-layers ", n,
                                        " keeps one layer input per ", n,
                                        " layers: simulated as full recomputation keeping every layer's input"));
+        }
         return RecomputeKind::Full;
     }
     if (*granularity != "selective")
