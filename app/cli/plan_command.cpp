@@ -198,7 +198,7 @@ void printCandidates(const std::vector<Evaluation>& top, const CostModel& model)
                       cat(c.micro_batch),
                       cat(c.num_microbatches),
                       cat(c.zero_stage),
-                      std::string(recomputeName(c.recompute)),
+                      recomputeLabel(c),
                       c.pp > 1 ? std::string(scheduleName(c.schedule)) : "-",
                       fixed(e.step_time, 3),
                       stepTimeSpread(e),

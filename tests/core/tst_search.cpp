@@ -449,6 +449,80 @@ private Q_SLOTS:
         QCOMPARE(depths, (std::set<int> {2, 4, 5, 10, 20}));
     }
 
+    void partialBlockRecomputationFillsTheGapBetweenNoneAndFull()
+    {
+        // Llama 3 8B, seq 8192, on 8 H100s as plain data parallelism in BF16: without recomputation it needs more
+        // than 80 GB, with full recomputation every block is run twice. Megatron's block method recomputes the first
+        // n blocks of each chunk: the planner takes the fewest that fit.
+        const Problem problem = problemFor("llama3-8b", 1, 128, 8192);
+        PlannerConfig config;
+        config.framework = Framework::MegatronCore;
+        config.locks.tp = {1};
+        config.locks.pp = {1};
+        config.locks.cp = {1};
+        config.locks.micro_batch = {1};
+        config.locks.zero = {1};
+        QuietProgress progress;
+        const PlanResult r = plan(problem, config, progress);
+        QVERIFY(!r.top.empty());
+        const Evaluation& chosen = r.top.front();
+        QVERIFY2(recomputesBlockIndices(chosen.config), chosen.config.describe().c_str());
+        const auto& blocks = chosen.config.recompute_modules;
+        const int n = static_cast<int>(blocks.size());
+        QVERIFY(n >= 1 && n < 32);
+        QCOMPARE(recomputeLabel(chosen.config), cat("block ", n));
+        for (int i = 0; i < n; ++i)
+            QCOMPARE(blocks[static_cast<std::size_t>(i)], std::to_string(i));
+        QCOMPARE(chosen.oom_risk, OomRisk::Fits);
+        QVERIFY(std::any_of(progress.lines.begin(), progress.lines.end(),
+                            [](const std::string& l) { return startsWith(l, "partial recomputation : "); }));
+
+        // Against its neighbours, from the same model: no recomputation and n - 1 blocks do not fit, and the n
+        // blocks cost n / 32 of full recomputation's time (identical blocks), which is what the step saves.
+        const auto& model = *r.model;
+        Workload workload;
+        workload.global_batch = problem.global_batch;
+        workload.seq_len = 8192;
+        workload.memory_limit_bytes = problem.cluster.device.memory_bytes;
+        ParallelConfig full = chosen.config;
+        full.recompute = RecomputeKind::Full;
+        full.recompute_modules.clear();
+        ParallelConfig none = full;
+        none.recompute = RecomputeKind::None;
+        ParallelConfig fewer = chosen.config;
+        fewer.recompute_modules.pop_back();
+        const Evaluation fullE = model.estimate(full, workload);
+        const Evaluation chosenE = model.estimate(chosen.config, workload);
+        QCOMPARE(fullE.oom_risk, OomRisk::Fits);
+        QVERIFY(model.estimate(none, workload).oom_risk != OomRisk::Fits);
+        if (!fewer.recompute_modules.empty())
+            QVERIFY(model.estimate(fewer, workload).oom_risk != OomRisk::Fits);
+        else
+            QVERIFY(n == 1);
+        QVERIFY(std::fabs(chosenE.time.recompute / (fullE.time.recompute * n / 32) - 1) < 1e-9);
+        QVERIFY(std::fabs((fullE.step_time - chosenE.step_time) / (fullE.time.recompute * (32 - n) / 32) - 1) < 1e-6);
+        // Each recomputed block keeps its input instead of its whole stash: the peak falls linearly in n.
+        QVERIFY(chosenE.peakMemory() < model.estimate(none, workload).peakMemory());
+        QVERIFY(chosenE.peakMemory() > fullE.peakMemory());
+        // The explanation compares it with full recomputation (the runner-up here, else a line of its own).
+        QVERIFY(std::any_of(r.explanation.lines.begin(), r.explanation.lines.end(), [](const std::string& l) {
+            return startsWith(l, "best with full recomputation: ")
+                || (startsWith(l, "runner-up: ") && l.find("recompute=full") != std::string::npos);
+        }));
+
+        // DeepSpeed has no such option to export: it keeps to none or full.
+        config.framework = Framework::DeepSpeed;
+        const PlanResult deepspeed = plan(problem, config, progress);
+        QVERIFY(!deepspeed.top.empty());
+        for (const auto& e : deepspeed.top)
+            QVERIFY2(e.config.recompute != RecomputeKind::Modules, e.config.describe().c_str());
+        // Nor does a search locked to full recomputation move off it.
+        config.framework = Framework::MegatronCore;
+        config.locks.recompute = {RecomputeKind::Full};
+        for (const auto& e : plan(problem, config, progress).top)
+            QCOMPARE(e.config.recompute, RecomputeKind::Full);
+    }
+
     void frameworkSpecificRules()
     {
         const Problem problem = problemFor("llama2-7b", 2, 64, 2048);

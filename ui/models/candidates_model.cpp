@@ -233,7 +233,7 @@ QVariant CandidatesModel::display(const Evaluation& e, int row, int column) cons
     case ZeroColumn:
         return intText(c.zero_stage);
     case RecomputeColumn:
-        return format::text(recomputeName(c.recompute));
+        return format::text(recomputeLabel(c));
     case ScheduleColumn:
         return c.pp > 1 ? format::text(scheduleName(c.schedule)) : none;
     case StepTimeColumn:

@@ -47,8 +47,7 @@ std::vector<Metric> metrics()
          },
          nullptr},
         {QObject::tr("ZeRO"), [](const Evaluation& e) { return integer(e.config.zero_stage); }, nullptr},
-        {QObject::tr("Recompute"), [](const Evaluation& e) { return format::text(recomputeName(e.config.recompute)); },
-         nullptr},
+        {QObject::tr("Recompute"), [](const Evaluation& e) { return format::text(recomputeLabel(e.config)); }, nullptr},
         {QObject::tr("Schedule"),
          [](const Evaluation& e) {
              return e.config.pp > 1 ? format::text(scheduleName(e.config.schedule)) : QStringLiteral("—");

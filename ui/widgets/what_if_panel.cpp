@@ -311,8 +311,10 @@ void WhatIfPanel::loadEditors(const ParallelConfig& c)
     m_microBatches->setValue(c.num_microbatches);
     m_zero->setCurrentIndex(m_zero->findData(c.zero_stage));
     const int recompute = m_recompute->findData(static_cast<int>(c.recompute));
-    if (recompute < 0) // named modules: offer them as they were
-        m_recompute->addItem(format::text(recomputeName(c.recompute)), static_cast<int>(c.recompute));
+    if (recompute < 0) // named modules or blocks: offer them as they were
+        m_recompute->addItem(format::text(recomputeLabel(c)), static_cast<int>(c.recompute));
+    else if (c.recompute == RecomputeKind::Modules)
+        m_recompute->setItemText(recompute, format::text(recomputeLabel(c)));
     m_recompute->setCurrentIndex(m_recompute->findData(static_cast<int>(c.recompute)));
     m_schedule->setCurrentIndex(m_schedule->findData(static_cast<int>(c.schedule)));
     m_tpOverlap->setChecked(c.tp_comm_overlap);

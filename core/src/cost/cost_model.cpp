@@ -11,6 +11,7 @@
 #include "shardscape/support/units.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <numeric>
 #include <sstream>
@@ -67,6 +68,43 @@ namespace {
 
 /** HBM bytes per parameter of folding a bf16 gradient into an fp32 buffer with hp.add_(lp.to(fp32)). */
 constexpr double kHpGradFoldBytesPerParam = 2 + 4 + 4 + 4 + 4;
+
+bool allDigits(std::string_view text)
+{
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char ch) { return std::isdigit(ch); });
+}
+
+/** The number a block's module path ends in ("model.layers.7" -> 7), or -1. */
+long long trailingIndex(const std::string& name)
+{
+    const std::size_t dot = name.rfind('.');
+    const std::string last = dot == std::string::npos ? name : name.substr(dot + 1);
+    return allDigits(last) && last.size() <= 9 ? std::stoll(last) : -1;
+}
+
+/** CostModel::blockIndices: matchedModule matches "7" at any path component "7", so every numeric component of
+    every op's path must be its own block's index. */
+std::vector<long long> blockIndicesOf(const ModelGraph& graph, const std::vector<Layer>& layers)
+{
+    std::vector<long long> out;
+    for (const auto& layer : layers) {
+        const long long own = layer.kind == LayerKind::Block ? trailingIndex(layer.name) : -1;
+        if (layer.kind == LayerKind::Block && own < 0)
+            return {};
+        for (const auto id : layer.ops) {
+            const std::string& module = graph.op(id).module;
+            for (std::size_t begin = 0; begin <= module.size();) {
+                const std::size_t end = std::min(module.find('.', begin), module.size());
+                const std::string_view part(module.data() + begin, end - begin);
+                if (allDigits(part) && (part.size() > 9 || std::stoll(std::string(part)) != own))
+                    return {};
+                begin = end + 1;
+            }
+        }
+        out.push_back(own);
+    }
+    return out;
+}
 
 /** Identical layers (every decoder block of a transformer) get the same signature, so they share costs. */
 std::size_t layerSignature(const ModelGraph& graph, const Layer& layer)
@@ -197,6 +235,7 @@ CostModel::CostModel(std::shared_ptr<const ModelGraph> graph, Cluster cluster, C
         flops += layer.flops_fwd + layer.flops_bwd;
     }
     m_flopsPerToken = flops / m_graph->tokens();
+    m_blockIndex = blockIndicesOf(*m_graph, m_layers);
 
     // Which layers use each parameter: one that several use (a tied embedding) is kept aside per layer.
     std::unordered_map<TensorId, int> users;

@@ -103,6 +103,18 @@ std::string recomputePattern(const ModelGraph& graph, const Layer& layer, const 
 
 const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c) const
 {
+    if (recomputesBlockIndices(c) && !m_blockIndex.empty()) {
+        // Whole blocks by index (Megatron's block method): each layer costs as under full recomputation when its
+        // index is listed, as without otherwise (what matchedModule gives when no other path component is a
+        // number), so it shares those cache entries instead of one per index list.
+        const std::string own = m_blockIndex[layer] >= 0 ? std::to_string(m_blockIndex[layer]) : std::string();
+        const bool listed = !own.empty()
+            && std::find(c.recompute_modules.begin(), c.recompute_modules.end(), own) != c.recompute_modules.end();
+        ParallelConfig whole = c;
+        whole.recompute = listed ? RecomputeKind::Full : RecomputeKind::None;
+        whole.recompute_modules.clear();
+        return layerCost(layer, whole);
+    }
     LayerLayout layout = layoutOf(c, frameworkOf(c), groupShape(c, "tp"), groupShape(c, "cp"), m_cluster);
     layout.overlap_hidden_fraction = m_params.zero3_prefetch_overlap;
     const std::size_t representative = m_classRepresentative[static_cast<std::size_t>(m_classOf[layer])];

@@ -224,6 +224,9 @@ FrameworkProfile torchtitan()
     p.master_bytes = 0;
     p.zero3_unsharded_grad_bytes = 2 + 4;
     p.keeps_last_forward_gather = true;
+    // Its layer-wise selective AC wraps every k-th block counted over the whole model (torchtitan/distributed/
+    // activation_checkpoint.py _apply_layer_sac: _layer_sac_count % ac_freq == 0), not the first n of each stage.
+    p.block_recompute = false;
     // The sharded gradients are freed each step too (optimizers.zero_grad()), but FSDP2 allocates them on its
     // reduce-scatter stream (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce:
     // reduce_output is allocated under reduce_scatter_stream), whose cached blocks the compute stream's
@@ -337,6 +340,9 @@ FrameworkProfile deepSpeed()
     p.pipeline_with_zero23 = false;
     p.context_parallel = false;
     p.fp8 = false;
+    // deepspeed.checkpointing checkpoints what the model's code wraps, and the DeepSpeed config the export writes has
+    // no "first n blocks of each stage" setting (its activation_checkpointing keys tune how, not which).
+    p.block_recompute = false;
     return p;
 }
 
@@ -517,7 +523,9 @@ std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig
             return m.find("mlp") != std::string::npos || m.find("moe") != std::string::npos
                 || m.find("experts") != std::string::npos;
         });
-        if (c.recompute == RecomputeKind::Full || (c.recompute == RecomputeKind::Modules && mlp))
+        // Whole blocks by index are --recompute-granularity full too (--recompute-method block).
+        if (c.recompute == RecomputeKind::Full || recomputesBlockIndices(c)
+            || (c.recompute == RecomputeKind::Modules && mlp))
             return cat(name,
                        "'s expert all-to-all overlap refuses full recomputation and recomputed MoE layers: "
                        "recompute the attention core or norms only, or turn the overlap off");

@@ -3,6 +3,8 @@
 
 #include "shardscape/support/strings.h"
 
+#include <cctype>
+
 namespace shardscape {
 
 std::string_view recomputeName(RecomputeKind kind)
@@ -18,6 +20,63 @@ std::string_view recomputeName(RecomputeKind kind)
         break;
     }
     return "modules";
+}
+
+namespace {
+
+/** The runs of consecutive indices in a list of block indices, as [first, last] pairs in ascending order. */
+std::vector<std::pair<long long, long long>> indexRuns(const std::vector<std::string>& modules)
+{
+    std::vector<long long> indices;
+    for (const auto& m : modules)
+        indices.push_back(std::stoll(m));
+    std::sort(indices.begin(), indices.end());
+    indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+    std::vector<std::pair<long long, long long>> runs;
+    for (const long long i : indices) {
+        if (!runs.empty() && runs.back().second + 1 == i)
+            runs.back().second = i;
+        else
+            runs.emplace_back(i, i);
+    }
+    return runs;
+}
+
+/** "0-4", "10-14", "20" */
+std::vector<std::string> blockRuns(const std::vector<std::string>& modules)
+{
+    std::vector<std::string> text;
+    for (const auto& [first, last] : indexRuns(modules))
+        text.push_back(first == last ? cat(first) : cat(first, "-", last));
+    return text;
+}
+
+} // namespace
+
+bool recomputesBlockIndices(const ParallelConfig& c)
+{
+    const auto index = [](const std::string& m) {
+        return !m.empty() && m.size() <= 9
+            && std::all_of(m.begin(), m.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; });
+    };
+    return c.recompute == RecomputeKind::Modules && !c.recompute_modules.empty()
+        && std::all_of(c.recompute_modules.begin(), c.recompute_modules.end(), index);
+}
+
+std::string recomputeLabel(const ParallelConfig& c)
+{
+    if (!recomputesBlockIndices(c))
+        return std::string(recomputeName(c.recompute));
+    const auto runs = indexRuns(c.recompute_modules);
+    const long long n = runs.front().second - runs.front().first + 1;
+    const bool prefixes = runs.front().first == 0
+        && std::all_of(runs.begin(), runs.end(), [n](const auto& r) { return r.second - r.first + 1 == n; });
+    if (prefixes)
+        return cat("block ", n);
+    long long count = 0;
+    for (const auto& [first, last] : runs)
+        count += last - first + 1;
+    return cat(count, " blocks");
 }
 
 std::optional<RecomputeKind> parseRecompute(std::string_view name)
@@ -72,7 +131,12 @@ std::string ParallelConfig::describe() const
     if (eager_kernels)
         text += " eager";
     text += cat(" recompute=", recomputeName(recompute));
-    if (recompute == RecomputeKind::Modules)
+    if (recompute == RecomputeKind::Modules && recomputesBlockIndices(*this)) {
+        // The runs name the blocks while they are few; past four chunks, how many runs there are.
+        const auto runs = blockRuns(recompute_modules);
+        text += cat("(", recomputeLabel(*this), ": ", runs.size() <= 4 ? join(runs, ",") : cat(runs.size(), " runs"),
+                    ")");
+    } else if (recompute == RecomputeKind::Modules)
         text += cat("(", join(recompute_modules, ","), ")");
     if (pp > 1)
         text += cat(" ", scheduleName(schedule));

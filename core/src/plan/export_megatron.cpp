@@ -133,11 +133,7 @@ void zeroArgs(Context& context, Args& args)
 bool blockRecomputeArgs(Context& context, Args& args)
 {
     const ParallelConfig& c = context.config();
-    const auto index = [](const std::string& m) {
-        return !m.empty() && m.size() <= 9
-            && std::all_of(m.begin(), m.end(), [](unsigned char ch) { return std::isdigit(ch); });
-    };
-    if (c.recompute_modules.empty() || !std::all_of(c.recompute_modules.begin(), c.recompute_modules.end(), index))
+    if (!recomputesBlockIndices(c))
         return false;
     std::vector<int> chunks = context.blocks;
     if (chunks.empty() && c.pp == 1 && context.model.transformer)

@@ -98,6 +98,8 @@ std::vector<std::string> explainChoice(const Evaluation& chosen, const Evaluatio
          [](const ParallelConfig& c) { return c.tp > 1 || c.pp > 1 || c.cp > 1; }},
         {"without recomputation", [](const ParallelConfig& c) { return c.recompute == RecomputeKind::None; },
          [](const ParallelConfig& c) { return c.recompute != RecomputeKind::None; }},
+        {"with full recomputation", [](const ParallelConfig& c) { return c.recompute == RecomputeKind::Full; },
+         [](const ParallelConfig& c) { return recomputesBlockIndices(c); }},
         {"without ZeRO", [](const ParallelConfig& c) { return c.zero_stage == 0; },
          [](const ParallelConfig& c) { return c.zero_stage > 0; }},
     };

@@ -5,6 +5,7 @@
 #include "shardscape/search/planner.h"
 
 #include "candidate_scoring.h"
+#include "partial_recompute.h"
 
 #include "shardscape/search/candidate_space.h"
 #include "shardscape/search/explain.h"
@@ -96,6 +97,97 @@ Cluster plannedCluster(const Problem& problem, const PlannerConfig& config)
 namespace {
 
 using namespace search_detail;
+
+/** How many of the estimated candidates the event simulator checks: four per plan kept, at least 32. */
+std::size_t shortlistSize(const PlannerConfig& config)
+{
+    return std::max<std::size_t>(4 * static_cast<std::size_t>(config.topk), 32);
+}
+
+/** Whether two enumerated candidates differ only in what they recompute. */
+bool sameLayout(const ParallelConfig& a, const ParallelConfig& b)
+{
+    return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.cp == b.cp && a.ep == b.ep && a.etp == b.etp
+        && a.vpp == b.vpp && a.micro_batch == b.micro_batch && a.num_microbatches == b.num_microbatches
+        && a.zero_stage == b.zero_stage && a.schedule == b.schedule;
+}
+
+/**
+ * Adds to `scored` (after the enumerated candidates, so ties keep the enumeration order) each fitting
+ * full-recomputation candidate with the fewest blocks per chunk recomputed that still fits as well, when its twin
+ * without recomputation does not and the variant could reach the `shortlist`: the step between the two that
+ * Megatron's block method runs. Only where the framework runs that method and the search has both none and full to
+ * choose from. Returns how many were added.
+ */
+std::size_t addPartialRecompute(const Context& ctx, const SearchSpace& space,
+                                const std::vector<ParallelConfig>& candidates, std::vector<Scored>& scored,
+                                std::size_t shortlist, tbb::task_arena& arena, const std::stop_token& stop)
+{
+    const auto has = [&](RecomputeKind kind) {
+        return std::find(space.recompute.begin(), space.recompute.end(), kind) != space.recompute.end();
+    };
+    if (!frameworkProfile(ctx.config.framework).block_recompute || !has(RecomputeKind::None)
+        || !has(RecomputeKind::Full))
+        return 0;
+    const std::vector<long long>& blockIndex = ctx.model.blockIndices();
+    if (blockIndex.empty())
+        return 0;
+    // A variant can only reach the shortlist if, with no recomputation time at all, it would rank above the
+    // shortlist's last plan so far: the others are not worth their estimates.
+    std::vector<const Scored*> ranked;
+    for (const auto& s : scored)
+        if (s.estimate.feasible)
+            ranked.push_back(&s);
+    const Scored* bar = nullptr;
+    if (ranked.size() >= shortlist) {
+        std::nth_element(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(shortlist - 1), ranked.end(),
+                         [](const Scored* a, const Scored* b) { return better(*a, *b); });
+        bar = ranked[shortlist - 1];
+    }
+    // Recomputation is the innermost loop of the enumeration: a candidate's twin without it sits just before it.
+    std::vector<std::size_t> seeds;
+    for (std::size_t i = 0; i < scored.size(); ++i) {
+        const Evaluation& full = scored[i].estimate;
+        if (scored[i].pruned || !full.feasible || candidates[i].recompute != RecomputeKind::Full)
+            continue;
+        if (bar) {
+            Scored best = scored[i];
+            best.estimate.step_time = full.step_time - full.time.recompute;
+            if (!better(best, *bar))
+                continue;
+        }
+        const Evaluation* none = nullptr;
+        for (std::size_t back = 1; back <= space.recompute.size() && back <= i; ++back)
+            if (candidates[i - back].recompute == RecomputeKind::None
+                && sameLayout(candidates[i - back], candidates[i]))
+                none = &scored[i - back].estimate;
+        const bool noneFitsAsWell
+            = none && none->feasible && (none->oom_risk == OomRisk::Fits || full.oom_risk != OomRisk::Fits);
+        if (!noneFitsAsWell)
+            seeds.push_back(i);
+    }
+    std::vector<std::optional<Evaluation>> found(seeds.size());
+    arena.execute([&] {
+        parallelFor(seeds.size(), 4, [&](const tbb::blocked_range<std::size_t>& range) {
+            for (std::size_t k = range.begin(); k != range.end(); ++k) {
+                if (stop.stop_requested())
+                    return;
+                found[k] = fewestRecomputedBlocks(ctx, blockIndex, scored[seeds[k]].estimate);
+            }
+        });
+    });
+    std::size_t added = 0;
+    const std::size_t enumerated = scored.size();
+    for (auto& evaluation : found) {
+        if (!evaluation)
+            continue;
+        Scored s;
+        s.index = enumerated + added++;
+        s.estimate = std::move(*evaluation);
+        scored.push_back(std::move(s));
+    }
+    return added;
+}
 
 PlanResult searchPlans(const Problem& problem, const PlannerConfig& config, ProgressSink& progress,
                        std::stop_token stop);
@@ -256,6 +348,13 @@ PlanResult searchPlans(const Problem& problem, const PlannerConfig& config, Prog
         return result;
     }
 
+    const std::size_t partial = addPartialRecompute(ctx, space, candidates, scored, shortlistSize(config), arena, stop);
+    result.counts.candidates_total += partial;
+    if (partial > 0)
+        log(cat("partial recomputation : ", partial,
+                " candidates that fit only with full recomputation fit with the first blocks of each chunk "
+                "recomputed (Megatron's --recompute-method block)"));
+
     std::vector<const Scored*> feasible;
     std::vector<const Scored*> infeasible;
     for (const auto& s : scored) {
@@ -310,7 +409,7 @@ PlanResult searchPlans(const Problem& problem, const PlannerConfig& config, Prog
 
     // Phase 3: simulate a shortlist with the event simulator and keep the top k, plans that fit before tight ones.
     std::sort(feasible.begin(), feasible.end(), [](const Scored* a, const Scored* b) { return better(*a, *b); });
-    const std::size_t shortlist = std::min(feasible.size(), std::max<std::size_t>(4 * config.topk, 32));
+    const std::size_t shortlist = std::min(feasible.size(), shortlistSize(config));
     std::vector<Scored> simulated(shortlist);
     {
         ProgressCounter counter(progress, "selecting", shortlist);
@@ -363,6 +462,8 @@ PlanResult searchPlans(const Problem& problem, const PlannerConfig& config, Prog
         addBestOf([](const ParallelConfig& c) { return c.tp == 1; });
         addBestOf([](const ParallelConfig& c) { return c.tp == 1 && c.pp == 1 && c.cp == 1; });
         addBestOf([](const ParallelConfig& c) { return c.recompute == RecomputeKind::None; });
+        if (recomputesBlockIndices(result.top.front().config))
+            addBestOf([](const ParallelConfig& c) { return c.recompute == RecomputeKind::Full; });
         addBestOf([](const ParallelConfig& c) { return c.zero_stage == 0; });
         result.explanation.lines
             = explainChoice(result.top.front(), result.top.size() > 1 ? &result.top[1] : nullptr, alternatives);

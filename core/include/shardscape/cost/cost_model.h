@@ -176,6 +176,13 @@ public:
     /** Cost of one layer under a config (cached per identical layer and layout). */
     const LayerCost& layerCost(std::size_t layer, const ParallelConfig& config) const;
 
+    /**
+     * Per layer, the index its module path ends in ("model.layers.7" -> 7) for decoder blocks and -1 for the
+     * others: what recomputing a block by index ("7", recomputesBlockIndices) matches. Empty when an index could
+     * match more than its own block (an op path holds another number, such as an nn.Sequential child "mlp.0").
+     */
+    const std::vector<long long>& blockIndices() const { return m_blockIndex; }
+
     /** Where a group of `size` ranks of dimension `dim` ("tp", "cp", "dp", "pp") sits in the cluster. */
     GroupShape groupShape(const ParallelConfig& config, std::string_view dim) const;
 
@@ -192,6 +199,7 @@ private:
     std::vector<std::size_t> m_signature; ///< identical layers share a signature (and a cache entry)
     std::vector<int> m_classOf; ///< layer -> index of its class of identical layers
     std::vector<std::size_t> m_classRepresentative; ///< class -> first layer of the class
+    std::vector<long long> m_blockIndex; ///< blockIndices()
 
     struct Assembly;
     /** Stage costs, static memory and chunk bookkeeping shared by evaluate() and estimate(). */

@@ -234,6 +234,9 @@ struct FrameworkProfile
         ScheduleKind::GPipe,       ScheduleKind::OneFOneB,  ScheduleKind::Interleaved1F1B, ScheduleKind::ZeroBubbleH1,
         ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV, ScheduleKind::DualPipe};
     bool pipeline_with_zero23 = true; ///< DeepSpeed's pipeline engine refuses ZeRO-2/3
+    /** Recomputes the first N decoder blocks of each model chunk whole and keeps the rest (Megatron's
+        --recompute-method block --recompute-num-layers N): the planner searches N between none and full. */
+    bool block_recompute = true;
     bool context_parallel = true;
     bool expert_parallel = true;
     /** Expert all-to-alls overlapped with another micro-batch's compute (ParallelConfig::moe_a2a_overlap). */

@@ -102,4 +102,15 @@ struct ParallelConfig
     std::string describe() const;
 };
 
+/** Whether every recomputed module is a decoder block's index ("0", "5"): whole blocks, as Megatron's
+    --recompute-method block and the planner's partial recomputation choose them. */
+bool recomputesBlockIndices(const ParallelConfig& c);
+
+/**
+ * What the config recomputes, for a table cell: "none", "selective", "full", "modules", or, for block indices,
+ * "block N" when they are the first N blocks of each model chunk (equal runs of consecutive indices: Megatron's
+ * --recompute-num-layers N) and "K blocks" otherwise.
+ */
+std::string recomputeLabel(const ParallelConfig& c);
+
 } // namespace shardscape

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// Partial block recomputation between none and full (partial_recompute.cpp). Private to core/src/search.
+#pragma once
+
+#include "candidate_scoring.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardscape::search_detail {
+
+/** The indices of the first `n` blocks of each model chunk of an evaluated configuration (chunks in layer order, as
+    Evaluation::chunkLayers gives them), from CostModel::blockIndices. */
+std::vector<std::string> firstBlocksOfEachChunk(const std::vector<long long>& blockIndex, const Evaluation& e, int n);
+
+/**
+ * Megatron's --recompute-method block --recompute-num-layers n (megatron/core/transformer/transformer_block.py
+ * _checkpointed_forward: a chunk recomputes its layers with index < n whole and keeps the others' activations),
+ * searched from a configuration that fits with full recomputation: the fewest blocks per chunk with which it still
+ * fits as well (the same OOM risk, fits or tight). Memory falls linearly in n, so two estimates place n (one at
+ * n = 1, one between the stages' lines), and one or two more confirm it. nullopt when only full recomputation fits,
+ * the chunks hold a single block, or the schedule puts two chunks in a V on one rank.
+ */
+std::optional<Evaluation> fewestRecomputedBlocks(const Context& ctx, const std::vector<long long>& blockIndex,
+                                                 const Evaluation& full);
+
+} // namespace shardscape::search_detail
