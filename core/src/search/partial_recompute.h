@@ -15,8 +15,8 @@ namespace shardscape::search_detail {
 std::vector<std::string> firstBlocksOfEachChunk(const std::vector<long long>& blockIndex, const Evaluation& e, int n);
 
 /**
- * Megatron's --recompute-method block --recompute-num-layers n (megatron/core/transformer/transformer_block.py
- * _checkpointed_forward: a chunk recomputes its layers with index < n whole and keeps the others' activations),
+ * Megatron's --recompute-method block --recompute-num-layers n (megatron/core/recompute.py checkpointed_forward in
+ * core_v0.19: a chunk recomputes its layers with index < n whole and keeps the others' activations),
  * searched from a configuration that fits with full recomputation: the fewest blocks per chunk with which it still
  * fits as well (the same OOM risk, fits or tight). Memory falls linearly in n, so two estimates place n (one at
  * n = 1, one between the stages' lines), and one or two more confirm it. nullopt when only full recomputation fits,
