@@ -154,6 +154,38 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     return o;
 }
 
+/**
+ * --recompute full --recompute-num-layers n: Megatron's block method, the first n blocks of each model chunk
+ * recomputed whole (megatron/core/recompute.py checkpointed_forward), as the blocks' indices over the chunks the
+ * configuration splits the model into. n at or above a chunk's blocks recomputes them all, as full does.
+ */
+void recomputeFirstBlocks(ParallelConfig& config, const CostModel& model, int n)
+{
+    if (config.recompute != RecomputeKind::Full)
+        throw InputError("--recompute-num-layers needs --recompute full",
+                         "Megatron's block method recomputes the first n whole blocks of each model chunk: add "
+                         "--recompute full");
+    if (config.pp > 1 && (isVShaped(config.schedule) || config.schedule == ScheduleKind::DualPipe))
+        throw InputError(cat("--recompute-num-layers is Megatron's block method, which runs 1f1b and interleaved "
+                             "pipelines, not ",
+                             scheduleName(config.schedule)),
+                         "use --schedule 1f1b or interleaved, or --recompute full alone");
+    if (model.blockIndices().empty())
+        throw InputError("this model's block module paths hold other numbers (such as an nn.Sequential child "
+                         "'mlp.0'), so its blocks cannot be recomputed by index",
+                         "use --recompute full, or --recompute-modules with module names");
+    const int chunks = layerChunks(config.schedule, config.pp, config.vpp);
+    // Stage layers of the wrong length are the evaluation's to refuse, with its own message.
+    if (!config.stage_layers.empty() && static_cast<int>(config.stage_layers.size()) != chunks)
+        return;
+    const std::vector<int> layers
+        = config.stage_layers.empty() ? model.defaultStageLayers(chunks) : config.stage_layers;
+    if (n >= model.mostBlocksPerChunk(layers))
+        return;
+    config.recompute = RecomputeKind::Modules;
+    config.recompute_modules = model.firstBlocksOfEachChunk(layers, n);
+}
+
 int runSimulate(const SimulateOptions& given)
 {
     if (!given.framework.empty())
@@ -244,6 +276,8 @@ int runSimulate(const SimulateOptions& given)
     config.schedule = o.vpp > 1 && !o.schedule_given ? ScheduleKind::Interleaved1F1B : requested;
     config.stage_layers = o.stage_layers;
     config.rank_order = o.rank_order;
+    if (o.recompute_num_layers > 0)
+        recomputeFirstBlocks(config, model, o.recompute_num_layers);
 
     Workload workload;
     workload.global_batch = o.global_batch;
@@ -344,6 +378,11 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
     configuration.push_back(
         cmd->add_option("--recompute", o->recompute, "activation recomputation: none, selective or full")
             ->capture_default_str());
+    configuration.push_back(
+        cmd->add_option("--recompute-num-layers", o->recompute_num_layers,
+                        "with --recompute full: recompute only the first N decoder blocks of each model chunk and keep "
+                        "the others' activations (Megatron --recompute-method block --recompute-num-layers N)")
+            ->check(CLI::Range(1, 1'000'000)));
     configuration.push_back(
         cmd->add_option("--recompute-modules", o->recompute_modules,
                         "recompute the modules whose paths end with these suffixes, comma-separated ('ROOT' = every "

@@ -30,6 +30,7 @@ struct SimulateOptions
     int zero_ngroups = 1;
     std::string recompute = "none";
     std::vector<std::string> recompute_modules;
+    int recompute_num_layers = 0; ///< with recompute full: the first n blocks of each chunk (Megatron's block method)
     bool sequence_parallel = false;
     bool tp_comm_overlap = false;
     bool overlap_param_gather = false;

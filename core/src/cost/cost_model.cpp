@@ -358,6 +358,36 @@ double CostModel::fragmentationFactor(const ParallelConfig& c) const
     return std::max(1.0, frameworkOf(c).fragmentation);
 }
 
+std::vector<std::string> CostModel::firstBlocksOfEachChunk(const std::vector<int>& chunkLayers, int n) const
+{
+    std::vector<std::string> out;
+    if (m_blockIndex.empty())
+        return out;
+    std::size_t next = 0;
+    for (const int count : chunkLayers) {
+        int taken = 0;
+        for (int i = 0; i < count && next < m_blockIndex.size(); ++i, ++next)
+            if (m_blockIndex[next] >= 0 && taken < n) {
+                out.push_back(std::to_string(m_blockIndex[next]));
+                ++taken;
+            }
+    }
+    return out;
+}
+
+int CostModel::mostBlocksPerChunk(const std::vector<int>& chunkLayers) const
+{
+    int most = 0;
+    std::size_t next = 0;
+    for (const int count : chunkLayers) {
+        int blocks = 0;
+        for (int i = 0; i < count && next < m_layers.size(); ++i, ++next)
+            blocks += m_layers[next].kind == LayerKind::Block ? 1 : 0;
+        most = std::max(most, blocks);
+    }
+    return most;
+}
+
 std::vector<int> CostModel::defaultStageLayers(int chunks) const
 {
     const int total = static_cast<int>(m_layers.size());

@@ -1,51 +1,26 @@
 // SPDX-License-Identifier: MIT
 #include "partial_recompute.h"
 
-#include "shardscape/support/strings.h"
-
 #include <algorithm>
 #include <cmath>
 
 namespace shardscape::search_detail {
 
-std::vector<std::string> firstBlocksOfEachChunk(const std::vector<long long>& blockIndex, const Evaluation& e, int n)
-{
-    std::vector<std::string> out;
-    std::size_t next = 0;
-    for (const int count : e.chunkLayers()) {
-        int taken = 0;
-        for (int i = 0; i < count && next < blockIndex.size(); ++i, ++next)
-            if (blockIndex[next] >= 0 && taken < n) {
-                out.push_back(cat(blockIndex[next]));
-                ++taken;
-            }
-    }
-    return out;
-}
-
-std::optional<Evaluation> fewestRecomputedBlocks(const Context& ctx, const std::vector<long long>& blockIndex,
-                                                 const Evaluation& full)
+std::optional<Evaluation> fewestRecomputedBlocks(const Context& ctx, const Evaluation& full)
 {
     const ParallelConfig& base = full.config;
     if (!full.feasible || base.recompute != RecomputeKind::Full
         || (base.pp > 1 && (isVShaped(base.schedule) || base.schedule == ScheduleKind::DualPipe)))
         return std::nullopt;
-    // The most blocks any chunk holds: n at or above it is full recomputation.
-    int most = 0;
-    std::size_t next = 0;
-    for (const int count : full.chunkLayers()) {
-        int blocks = 0;
-        for (int i = 0; i < count && next < blockIndex.size(); ++i, ++next)
-            blocks += blockIndex[next] >= 0 ? 1 : 0;
-        most = std::max(most, blocks);
-    }
-    if (most < 2 || blockIndex.size() != ctx.model.layers().size())
+    const std::vector<int> chunks = full.chunkLayers();
+    const int most = ctx.model.mostBlocksPerChunk(chunks);
+    if (most < 2 || ctx.model.blockIndices().empty())
         return std::nullopt;
 
     const auto at = [&](int n) {
         ParallelConfig c = base;
         c.recompute = RecomputeKind::Modules;
-        c.recompute_modules = firstBlocksOfEachChunk(blockIndex, full, n);
+        c.recompute_modules = ctx.model.firstBlocksOfEachChunk(chunks, n);
         return ctx.model.estimate(c, ctx.workload);
     };
     // As well as full recomputation fits: a plan that fits with room must not become tight.

@@ -5,14 +5,8 @@
 #include "candidate_scoring.h"
 
 #include <optional>
-#include <string>
-#include <vector>
 
 namespace shardscape::search_detail {
-
-/** The indices of the first `n` blocks of each model chunk of an evaluated configuration (chunks in layer order, as
-    Evaluation::chunkLayers gives them), from CostModel::blockIndices. */
-std::vector<std::string> firstBlocksOfEachChunk(const std::vector<long long>& blockIndex, const Evaluation& e, int n);
 
 /**
  * Megatron's --recompute-method block --recompute-num-layers n (megatron/core/recompute.py checkpointed_forward in
@@ -22,7 +16,6 @@ std::vector<std::string> firstBlocksOfEachChunk(const std::vector<long long>& bl
  * n = 1, one between the stages' lines), and one or two more confirm it. nullopt when only full recomputation fits,
  * the chunks hold a single block, or the schedule puts two chunks in a V on one rank.
  */
-std::optional<Evaluation> fewestRecomputedBlocks(const Context& ctx, const std::vector<long long>& blockIndex,
-                                                 const Evaluation& full);
+std::optional<Evaluation> fewestRecomputedBlocks(const Context& ctx, const Evaluation& full);
 
 } // namespace shardscape::search_detail

@@ -129,8 +129,7 @@ std::size_t addPartialRecompute(const Context& ctx, const SearchSpace& space,
     if (!frameworkProfile(ctx.config.framework).block_recompute || !has(RecomputeKind::None)
         || !has(RecomputeKind::Full))
         return 0;
-    const std::vector<long long>& blockIndex = ctx.model.blockIndices();
-    if (blockIndex.empty())
+    if (ctx.model.blockIndices().empty())
         return 0;
     // A variant can only reach the shortlist if, with no recomputation time at all, it would rank above the
     // shortlist's last plan so far: the others are not worth their estimates.
@@ -172,7 +171,7 @@ std::size_t addPartialRecompute(const Context& ctx, const SearchSpace& space,
             for (std::size_t k = range.begin(); k != range.end(); ++k) {
                 if (stop.stop_requested())
                     return;
-                found[k] = fewestRecomputedBlocks(ctx, blockIndex, scored[seeds[k]].estimate);
+                found[k] = fewestRecomputedBlocks(ctx, scored[seeds[k]].estimate);
             }
         });
     });

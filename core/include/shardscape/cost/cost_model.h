@@ -183,6 +183,15 @@ public:
      */
     const std::vector<long long>& blockIndices() const { return m_blockIndex; }
 
+    /**
+     * The indices of the first `n` blocks of each model chunk, for chunks of `chunkLayers` layers in layer order
+     * (Evaluation::chunkLayers, or stage_layers): what RecomputeKind::Modules takes for Megatron's
+     * --recompute-method block --recompute-num-layers n. Empty when blockIndices() is.
+     */
+    std::vector<std::string> firstBlocksOfEachChunk(const std::vector<int>& chunkLayers, int n) const;
+    /** The most blocks any of those chunks holds: n at or above it recomputes every block. */
+    int mostBlocksPerChunk(const std::vector<int>& chunkLayers) const;
+
     /** Where a group of `size` ranks of dimension `dim` ("tp", "cp", "dp", "pp") sits in the cluster. */
     GroupShape groupShape(const ParallelConfig& config, std::string_view dim) const;
 
