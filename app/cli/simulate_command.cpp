@@ -174,16 +174,7 @@ void recomputeFirstBlocks(ParallelConfig& config, const CostModel& model, int n)
         throw InputError("this model's block module paths hold other numbers (such as an nn.Sequential child "
                          "'mlp.0'), so its blocks cannot be recomputed by index",
                          "use --recompute full, or --recompute-modules with module names");
-    const int chunks = layerChunks(config.schedule, config.pp, config.vpp);
-    // Stage layers of the wrong length are the evaluation's to refuse, with its own message.
-    if (!config.stage_layers.empty() && static_cast<int>(config.stage_layers.size()) != chunks)
-        return;
-    const std::vector<int> layers
-        = config.stage_layers.empty() ? model.defaultStageLayers(chunks) : config.stage_layers;
-    if (n >= model.mostBlocksPerChunk(layers))
-        return;
-    config.recompute = RecomputeKind::Modules;
-    config.recompute_modules = model.firstBlocksOfEachChunk(layers, n);
+    config = model.withFirstBlocksRecomputed(config, n);
 }
 
 int runSimulate(const SimulateOptions& given)

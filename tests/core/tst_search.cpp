@@ -510,6 +510,22 @@ private Q_SLOTS:
                 || (startsWith(l, "runner-up: ") && l.find("recompute=full") != std::string::npos);
         }));
 
+        // The same n under another pipeline (a what-if's edit): the indices follow the new chunks, and n at or above
+        // a chunk's blocks is full recomputation.
+        QCOMPARE(recomputedBlocksPerChunk(chosen.config), n);
+        ParallelConfig twoStages = chosen.config;
+        twoStages.pp = 2;
+        twoStages.dp = 4;
+        twoStages.num_microbatches = 32;
+        const ParallelConfig split = model.withFirstBlocksRecomputed(twoStages, 3);
+        QCOMPARE(split.recompute_modules, (std::vector<std::string> {"0", "1", "2", "16", "17", "18"}));
+        QCOMPARE(recomputeLabel(split), std::string("block 3"));
+        QCOMPARE(model.withFirstBlocksRecomputed(twoStages, 16).recompute, RecomputeKind::Full);
+        ParallelConfig scattered = chosen.config;
+        scattered.recompute_modules = {"3", "5"};
+        QCOMPARE(recomputedBlocksPerChunk(scattered), 0);
+        QCOMPARE(recomputeLabel(scattered), std::string("2 blocks"));
+
         // DeepSpeed has no such option to export: it keeps to none or full.
         config.framework = Framework::DeepSpeed;
         const PlanResult deepspeed = plan(problem, config, progress);

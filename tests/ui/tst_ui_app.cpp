@@ -138,6 +138,7 @@ private slots:
     void evaluateJobMatchesCore();
     void mainWindowPlansAndShowsSelection();
     void whatIfShowsDelta();
+    void whatIfKeepsBlocksPerChunk();
     void exportPlanReloads();
     void exportForFrameworks_data();
     void exportForFrameworks();
@@ -789,6 +790,66 @@ void TestUiApp::whatIfShowsDelta()
     QVERIFY(window.whatIfPanel()->editedConfig().moe_shared_expert_overlap);
     const std::string why = window.whatIfPanel()->result()->reason;
     QVERIFY2(why.find("ep > 1") != std::string::npos || why.find("shared expert") != std::string::npos, why.c_str());
+}
+
+void TestUiApp::whatIfKeepsBlocksPerChunk()
+{
+    // Llama 3 70B at 16k tokens on 32 H100s for Megatron-Core: some candidates recompute the first n blocks of each
+    // chunk. The table and the what-if say "block n"; an edited pipeline keeps n per chunk, over its new chunks.
+    MainWindowOptions options;
+    options.use_settings = false;
+    MainWindow window(options);
+    QSignalSpy planShown(&window, &MainWindow::planShown);
+    QSignalSpy selectionShown(&window, &MainWindow::selectionShown);
+    QSignalSpy whatIfShown(&window, &MainWindow::whatIfShown);
+    window.show();
+    QVERIFY(planShown.wait(kPlanTimeoutMs));
+    window.modelPanel()->setModelSpec(QStringLiteral("llama3-70b"));
+    window.clusterPanel()->setNodes(4);
+    window.plannerPanel()->setSeqLen(16384);
+    window.plannerPanel()->setGlobalBatch(64);
+    window.plannerPanel()->setFramework(Framework::MegatronCore);
+    planShown.clear();
+    window.plan();
+    QVERIFY(planShown.wait(kPlanTimeoutMs));
+    const auto& top = window.currentResult()->top;
+    int row = -1;
+    for (int r = 0; r < static_cast<int>(top.size()) && row < 0; ++r) {
+        const ParallelConfig& c = top[static_cast<std::size_t>(r)].config;
+        if (recomputedBlocksPerChunk(c) > 0 && c.pp == 2 && c.vpp == 1)
+            row = r;
+    }
+    QVERIFY2(row >= 0, "no candidate recomputes blocks over two stages");
+    const ParallelConfig chosen = top[static_cast<std::size_t>(row)].config;
+    const int n = recomputedBlocksPerChunk(chosen);
+    CandidatesModel* candidates = window.candidatesPanel()->model();
+    QCOMPARE(candidates->data(candidates->index(row, CandidatesModel::RecomputeColumn)).toString(),
+             QStringLiteral("block %1").arg(n));
+
+    selectionShown.clear();
+    QTableView* table = window.candidatesPanel()->view();
+    const QModelIndex cell
+        = window.candidatesPanel()->proxy()->mapFromSource(candidates->index(row, CandidatesModel::StepTimeColumn));
+    table->scrollTo(cell);
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(cell).center());
+    QVERIFY(selectionShown.wait(kPlanTimeoutMs));
+    auto* recompute = window.whatIfPanel()->findChild<QComboBox*>(QStringLiteral("recompute"));
+    QVERIFY(recompute);
+    QCOMPARE(recompute->currentText(), QStringLiteral("block %1").arg(n));
+
+    // One stage on the same GPUs: the first n blocks of its one chunk, no longer those of the second stage too.
+    QCOMPARE(chosen.recompute_modules.size(), 2 * static_cast<std::size_t>(n));
+    window.whatIfPanel()->setValue(QStringLiteral("pp"), 1);
+    window.whatIfPanel()->setValue(QStringLiteral("dp"), chosen.dp * 2);
+    QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
+    const auto& result = window.whatIfPanel()->result();
+    QVERIFY(result.has_value());
+    QCOMPARE(result->config.pp, 1);
+    std::vector<std::string> firstN;
+    for (int i = 0; i < n; ++i)
+        firstN.push_back(std::to_string(i));
+    QCOMPARE(result->config.recompute_modules, firstN);
+    QCOMPARE(recomputedBlocksPerChunk(result->config), n);
 }
 
 void TestUiApp::exportPlanReloads()

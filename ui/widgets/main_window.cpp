@@ -347,6 +347,10 @@ void MainWindow::onWhatIfEdited(const ParallelConfig& config)
     request.purpose = EvaluationPurpose::WhatIf;
     request.model = m_result->model;
     request.config = config;
+    // A plan that recomputes the first n blocks of each chunk keeps doing so under an edited pipeline: the block
+    // indices follow the new chunks (Megatron's --recompute-num-layers is per chunk).
+    if (const int n = recomputedBlocksPerChunk(config); n > 0)
+        request.config = m_result->model->withFirstBlocksRecomputed(config, n);
     request.workload.global_batch = config.globalBatch();
     request.workload.seq_len = m_result->model->graph().seq_len;
     request.workload.memory_limit_bytes = m_selected->memory_limit_bytes;

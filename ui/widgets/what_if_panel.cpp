@@ -122,6 +122,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         m_zero->addItem(QString::number(zero), zero);
     for (const auto kind : {RecomputeKind::None, RecomputeKind::Selective, RecomputeKind::Full})
         m_recompute->addItem(format::text(recomputeName(kind)), static_cast<int>(kind));
+    m_recompute->setObjectName(QStringLiteral("recompute"));
     for (const auto kind :
          {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B, ScheduleKind::ZeroBubbleH1,
           ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV, ScheduleKind::DualPipe})

@@ -388,6 +388,25 @@ int CostModel::mostBlocksPerChunk(const std::vector<int>& chunkLayers) const
     return most;
 }
 
+ParallelConfig CostModel::withFirstBlocksRecomputed(ParallelConfig config, int n) const
+{
+    const int chunks = layerChunks(config.schedule, config.pp, config.vpp);
+    // V and DualPipe pipelines split by time (assemble), not by defaultStageLayers; Megatron runs neither.
+    const bool timeSplit = config.pp > 1 && (isVShaped(config.schedule) || config.schedule == ScheduleKind::DualPipe);
+    if (m_blockIndex.empty() || n < 1 || timeSplit
+        || (!config.stage_layers.empty() && static_cast<int>(config.stage_layers.size()) != chunks))
+        return config;
+    const std::vector<int> layers = config.stage_layers.empty() ? defaultStageLayers(chunks) : config.stage_layers;
+    config.recompute_modules.clear();
+    if (n >= mostBlocksPerChunk(layers)) {
+        config.recompute = RecomputeKind::Full;
+        return config;
+    }
+    config.recompute = RecomputeKind::Modules;
+    config.recompute_modules = firstBlocksOfEachChunk(layers, n);
+    return config;
+}
+
 std::vector<int> CostModel::defaultStageLayers(int chunks) const
 {
     const int total = static_cast<int>(m_layers.size());

@@ -63,20 +63,24 @@ bool recomputesBlockIndices(const ParallelConfig& c)
         && std::all_of(c.recompute_modules.begin(), c.recompute_modules.end(), index);
 }
 
-std::string recomputeLabel(const ParallelConfig& c)
+int recomputedBlocksPerChunk(const ParallelConfig& c)
 {
     if (!recomputesBlockIndices(c))
-        return std::string(recomputeName(c.recompute));
+        return 0;
     const auto runs = indexRuns(c.recompute_modules);
     const long long n = runs.front().second - runs.front().first + 1;
     const bool prefixes = runs.front().first == 0
         && std::all_of(runs.begin(), runs.end(), [n](const auto& r) { return r.second - r.first + 1 == n; });
-    if (prefixes)
+    return prefixes ? static_cast<int>(n) : 0;
+}
+
+std::string recomputeLabel(const ParallelConfig& c)
+{
+    if (!recomputesBlockIndices(c))
+        return std::string(recomputeName(c.recompute));
+    if (const int n = recomputedBlocksPerChunk(c); n > 0)
         return cat("block ", n);
-    long long count = 0;
-    for (const auto& [first, last] : runs)
-        count += last - first + 1;
-    return cat(count, " blocks");
+    return cat(c.recompute_modules.size(), " blocks");
 }
 
 std::optional<RecomputeKind> parseRecompute(std::string_view name)

@@ -191,6 +191,12 @@ public:
     std::vector<std::string> firstBlocksOfEachChunk(const std::vector<int>& chunkLayers, int n) const;
     /** The most blocks any of those chunks holds: n at or above it recomputes every block. */
     int mostBlocksPerChunk(const std::vector<int>& chunkLayers) const;
+    /**
+     * `config` recomputing the first `n` blocks of each of its model chunks (its stage_layers, or the default split
+     * when they are unset): block indices, or full recomputation when n covers every chunk. Unchanged when the
+     * model's blocks cannot be named by index or stage_layers has the wrong length (the evaluation says why).
+     */
+    ParallelConfig withFirstBlocksRecomputed(ParallelConfig config, int n) const;
 
     /** Where a group of `size` ranks of dimension `dim` ("tp", "cp", "dp", "pp") sits in the cluster. */
     GroupShape groupShape(const ParallelConfig& config, std::string_view dim) const;

@@ -106,6 +106,10 @@ struct ParallelConfig
     --recompute-method block and the planner's partial recomputation choose them. */
 bool recomputesBlockIndices(const ParallelConfig& c);
 
+/** N when the config recomputes the first N blocks of each model chunk (equal runs of consecutive block indices, the
+    first from 0: Megatron's --recompute-method block --recompute-num-layers N), else 0. */
+int recomputedBlocksPerChunk(const ParallelConfig& c);
+
 /**
  * What the config recomputes, for a table cell: "none", "selective", "full", "modules", or, for block indices,
  * "block N" when they are the first N blocks of each model chunk (equal runs of consecutive indices: Megatron's
