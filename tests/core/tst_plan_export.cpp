@@ -1339,6 +1339,77 @@ mode = "full"
         QCOMPARE(int(c.framework), int(Framework::Torchtitan));
     }
 
+    void importTorchtitanLayerSac()
+    {
+        // selective_ac_option = k: each pipeline rank checkpoints every k-th block it builds, counting over its
+        // stages in order (torchtitan v0.2.0 _apply_layer_sac, pipeline_module_split).
+        const auto tomlWith = [](const std::string& parallelism, const std::string& option) {
+            return cat("[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 8\n"
+                       "global_batch_size = 64\nseq_len = 8192\n[parallelism]\ndata_parallel_shard_degree = -1\n",
+                       parallelism, "[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"", option,
+                       "\"\n");
+        };
+        QTemporaryDir dir;
+        ImportOptions options;
+        options.world_size = 8;
+        const auto imported = [&](const std::string& parallelism, const std::string& option) {
+            return importJobConfig(writeText(dir, "job.toml", tomlWith(parallelism, option)), options);
+        };
+        std::vector<std::string> odd;
+        for (int i = 1; i < 32; i += 2)
+            odd.push_back(std::to_string(i));
+        const ImportedConfig every2 = imported("", "2");
+        QCOMPARE(every2.config.recompute, RecomputeKind::Modules);
+        QCOMPARE(every2.config.recompute_modules, odd); // the 2nd, 4th, ... block
+        QVERIFY(every2.warnings.empty() || every2.warnings.front().find("th block") == std::string::npos);
+        QCOMPARE(imported("", "1").config.recompute, RecomputeKind::Full);
+        // Interleaved over 2 ranks, 4 stages of 8 blocks: rank 0 builds stages 0 and 2 (blocks 0-7, 16-23), rank 1
+        // stages 1 and 3 (8-15, 24-31); every 3rd of each rank's 16.
+        const ImportedConfig looped
+            = imported("pipeline_parallel_degree = 2\npipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+                       "pipeline_parallel_layers_per_stage = 8\npipeline_parallel_first_stage_less_layers = 0\n"
+                       "pipeline_parallel_last_stage_less_layers = 0\npipeline_parallel_microbatch_size = 1\n",
+                       "3");
+        QCOMPARE(looped.config.vpp, 2);
+        QCOMPARE(looped.config.recompute_modules,
+                 (std::vector<std::string> {"2", "5", "10", "13", "16", "19", "22", "24", "27", "30"}));
+
+        // Half the blocks cost half of full recomputation's time, and the export writes the option back.
+        ParallelConfig full = every2.config;
+        full.recompute = RecomputeKind::Full;
+        full.recompute_modules.clear();
+        const auto c = makeCase("llama3-8b", 1, every2.config, 2048);
+        const auto f = makeCase("llama3-8b", 1, full, 2048);
+        QVERIFY(f->evaluation.time.recompute > 0);
+        QVERIFY(std::fabs(c->evaluation.time.recompute / (f->evaluation.time.recompute / 2) - 1) < 1e-9);
+        ExportOptions v02;
+        v02.framework_version = "v0.2";
+        const ExportResult exported
+            = exportPlan(ExportTarget::Torchtitan, c->plan, *c->graph, c->plan.cluster, nullptr, v02);
+        QVERIFY2(exported.text.find("selective_ac_option = \"2\"") != std::string::npos, exported.text.c_str());
+        const ImportedConfig back = importJobConfig(writeExport(dir, "back", ExportTarget::Torchtitan, exported.text));
+        QCOMPARE(back.config.recompute_modules, odd);
+        // torchtitan main has per-op SAC only: full checkpointing, with a note.
+        ExportOptions main;
+        main.framework_version = "main";
+        const ExportResult onMain
+            = exportPlan(ExportTarget::Torchtitan, c->plan, *c->graph, c->plan.cluster, nullptr, main);
+        QVERIFY(onMain.text.find("FullAC.Config()") != std::string::npos);
+        QVERIFY(std::any_of(onMain.notes.begin(), onMain.notes.end(), [](const std::string& n) {
+            return n.find("torchtitan main has no per-block checkpointing") != std::string::npos;
+        }));
+        // A block set that is not every k-th: full checkpointing, with a note.
+        ParallelConfig scattered = every2.config;
+        scattered.recompute_modules = {"0", "1"};
+        const auto s = makeCase("llama3-8b", 1, scattered, 2048);
+        const ExportResult notEvery
+            = exportPlan(ExportTarget::Torchtitan, s->plan, *s->graph, s->plan.cluster, nullptr, v02);
+        QVERIFY(notEvery.text.find("mode = \"full\"") != std::string::npos);
+        QVERIFY(std::any_of(notEvery.notes.begin(), notEvery.notes.end(), [](const std::string& n) {
+            return n.find("no such set: written as full checkpointing") != std::string::npos;
+        }));
+    }
+
     void importTorchtitanWarnsOfAnEagerLoss()
     {
         // [compile] components without "loss": torchtitan runs the loss eagerly, which the simulation (compiled

@@ -105,6 +105,11 @@ Table trainingTable(Context& context)
 
 Table checkpointTable(const TorchtitanLayout& layout)
 {
+    if (layout.checkpoint == "selective" && layout.layer_sac_every > 0)
+        return {"activation_checkpoint",
+                {text("mode", "selective"),
+                 text("selective_ac_option", cat(layout.layer_sac_every),
+                      cat("layer SAC: every ", layout.layer_sac_every, "th block of each pipeline rank"))}};
     if (layout.checkpoint == "selective")
         return {"activation_checkpoint", {text("mode", "selective"), text("selective_ac_option", "op", "per-op SAC")}};
     return {"activation_checkpoint", {text("mode", layout.checkpoint)}};

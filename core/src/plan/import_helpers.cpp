@@ -37,4 +37,33 @@ std::vector<std::string> megatronBlockRecompute(const std::vector<int>& chunkBlo
     return every ? std::vector<std::string> {} : blocks;
 }
 
+std::vector<std::string> torchtitanLayerSac(const std::vector<int>& stageBlocks, int pp, bool vShaped, int k)
+{
+    const int stages = static_cast<int>(stageBlocks.size());
+    std::vector<int> first(stageBlocks.size() + 1, 0);
+    for (std::size_t s = 0; s < stageBlocks.size(); ++s)
+        first[s + 1] = first[s] + stageBlocks[s];
+    std::vector<int> checkpointed;
+    for (int rank = 0; rank < std::max(1, pp); ++rank) {
+        std::vector<int> mine;
+        if (vShaped && stages == 2 * pp)
+            mine = {rank, stages - 1 - rank};
+        else
+            for (int s = rank; s < stages; s += std::max(1, pp))
+                mine.push_back(s);
+        int count = 0;
+        for (const int s : mine)
+            for (int j = 0; j < stageBlocks[static_cast<std::size_t>(s)]; ++j) {
+                ++count;
+                if (k <= 0 || count % k == 0)
+                    checkpointed.push_back(first[static_cast<std::size_t>(s)] + j);
+            }
+    }
+    std::sort(checkpointed.begin(), checkpointed.end());
+    std::vector<std::string> out;
+    for (const int index : checkpointed)
+        out.push_back(std::to_string(index));
+    return out;
+}
+
 } // namespace shardscape::importing

@@ -31,4 +31,15 @@ std::vector<int> stageLayersFromBlocks(const std::vector<int>& blocks);
  */
 std::vector<std::string> megatronBlockRecompute(const std::vector<int>& chunkBlocks, std::int64_t layers);
 
+/**
+ * torchtitan's layer SAC, activation_checkpoint.selective_ac_option = k (torchtitan v0.2.0
+ * distributed/activation_checkpoint.py _apply_layer_sac): a module-level counter, one per process, counts every
+ * block that apply_ac wraps and checkpoints those whose count is a multiple of k (k = 0: every block). Each pipeline
+ * rank builds its own stages in ascending stage order (distributed/pipeline_parallel.py pipeline_module_split,
+ * _get_stage_indices: pp_rank + s x pp for loop schedules, the pair (r, stages - 1 - r) for V schedules), so the
+ * count restarts per rank. `stageBlocks` holds the blocks per stage in stage (layer) order; returns the checkpointed
+ * blocks' global indices in ascending order (all of them is full recomputation, none of them no recomputation).
+ */
+std::vector<std::string> torchtitanLayerSac(const std::vector<int>& stageBlocks, int pp, bool vShaped, int k);
+
 } // namespace shardscape::importing

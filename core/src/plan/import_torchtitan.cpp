@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <limits>
+#include <numeric>
 #include <set>
 #include <toml++/toml.h>
 
@@ -503,11 +505,25 @@ ImportedConfig importTorchtitan(std::string_view text, const std::string& origin
             c.recompute = RecomputeKind::Selective;
         } else if (!option.empty()
                    && std::all_of(option.begin(), option.end(), [](unsigned char ch) { return std::isdigit(ch); })) {
-            c.recompute = RecomputeKind::Full;
-            if (option.find_first_not_of('0') == std::string::npos
-                || option.substr(option.find_first_not_of('0')) != "1")
+            // Every k-th block of each pipeline rank, counted over its stages (importing::torchtitanLayerSac); a k
+            // past any rank's block count checkpoints none.
+            const std::string digits = option.substr(std::min(option.find_first_not_of('0'), option.size()));
+            const int every = digits.size() > 9 ? std::numeric_limits<int>::max() : std::atoi(option.c_str());
+            const std::vector<int> stageBlocks
+                = c.pp > 1 ? blocks : (numLayers > 0 ? std::vector<int> {numLayers} : std::vector<int> {});
+            const int total = std::accumulate(stageBlocks.begin(), stageBlocks.end(), 0);
+            std::vector<std::string> checkpointed;
+            if (!stageBlocks.empty())
+                checkpointed = importing::torchtitanLayerSac(stageBlocks, c.pp, isVShaped(c.schedule), every);
+            c.recompute = stageBlocks.empty() || static_cast<int>(checkpointed.size()) == total ? RecomputeKind::Full
+                : checkpointed.empty()                                                          ? RecomputeKind::None
+                                       : RecomputeKind::Modules;
+            if (c.recompute == RecomputeKind::Modules)
+                c.recompute_modules = std::move(checkpointed);
+            if (stageBlocks.empty() && every > 1)
                 out.warnings.push_back(cat("selective_ac_option = \"", option, "\" checkpoints every ", option,
-                                           "th block: simulated as full recomputation of every block"));
+                                           "th block, which needs the model's layer count: simulated as full "
+                                           "recomputation of every block (pass --model)"));
         } else {
             checkpoint.failKey("selective_ac_option", cat("unknown option '", option, "'"),
                                "use \"op\" or a positive integer");

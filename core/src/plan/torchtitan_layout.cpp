@@ -15,6 +15,8 @@
 //   recomputation; per-module recomputation has no knob.
 #include "torchtitan_layout.h"
 
+#include "import_helpers.h"
+
 #include "shardscape/support/error.h"
 #include "shardscape/support/strings.h"
 
@@ -205,7 +207,32 @@ std::vector<std::vector<std::string>> partsOf(Context& context, const std::strin
     return parts;
 }
 
-std::string checkpointOf(Context& context)
+/** The k with which torchtitan's layer SAC checkpoints exactly the plan's blocks, or 0 (importing::torchtitanLayerSac).
+ */
+int layerSacEvery(Context& context)
+{
+    const ParallelConfig& c = context.config();
+    std::vector<int> stageBlocks = context.blocks;
+    if (stageBlocks.empty() && c.pp == 1 && context.model.transformer)
+        stageBlocks = {static_cast<int>(context.model.transformer->num_layers)};
+    if (stageBlocks.empty())
+        return 0;
+    const auto numeric = [](const std::vector<std::string>& names) {
+        std::vector<long long> out;
+        for (const auto& n : names)
+            out.push_back(std::stoll(n));
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    const std::vector<long long> wanted = numeric(c.recompute_modules);
+    const int most = *std::max_element(stageBlocks.begin(), stageBlocks.end()) * (isVShaped(c.schedule) ? 2 : c.vpp);
+    for (int k = 2; k <= most; ++k)
+        if (numeric(importing::torchtitanLayerSac(stageBlocks, c.pp, isVShaped(c.schedule), k)) == wanted)
+            return k;
+    return 0;
+}
+
+std::string checkpointOf(Context& context, TorchtitanLayout& layout)
 {
     const ParallelConfig& c = context.config();
     switch (c.recompute) {
@@ -225,6 +252,25 @@ std::string checkpointOf(Context& context)
     }
     if (std::find(c.recompute_modules.begin(), c.recompute_modules.end(), "ROOT") != c.recompute_modules.end())
         return "full";
+    if (recomputesBlockIndices(c)) {
+        // Layer SAC is v0.2's; main's activation_checkpoint.py has FullAC, the per-op SelectiveAC and MemoryBudgetAC.
+        if (context.framework_version != "v0.2") {
+            context.note(cat("torchtitan main has no per-block checkpointing (its SelectiveAC is per-op only); the "
+                             "plan's blocks (",
+                             recomputeLabel(c),
+                             ") are written as full checkpointing, which uses less memory and more time than "
+                             "predicted"));
+            return "full";
+        }
+        if ((layout.layer_sac_every = layerSacEvery(context)) > 0)
+            return "selective";
+        context.note(
+            cat("torchtitan's layer SAC checkpoints every k-th block of each pipeline rank; the plan's blocks (",
+                recomputeLabel(c),
+                ") are no such set: written as full checkpointing, which uses less memory and more time "
+                "than predicted"));
+        return "full";
+    }
     context.note(cat("torchtitan cannot recompute chosen modules (", join(c.recompute_modules, ", "),
                      "): written as selective per-op checkpointing"));
     return "selective";
@@ -248,7 +294,7 @@ TorchtitanLayout torchtitanLayout(Context& context, const std::string& head)
     if (c.rank_order != "tp-cp-dp-pp")
         context.note(cat("torchtitan's device mesh orders ranks tp fastest, then cp, dp, pp; the plan's rank order ",
                          c.rank_order, " cannot be set"));
-    layout.checkpoint = checkpointOf(context);
+    layout.checkpoint = checkpointOf(context, layout);
     if (c.overlap_param_gather)
         context.note("FSDP2 prefetches the parameter all-gathers itself; the plan's parameter-gather overlap "
                      "(Megatron's --overlap-param-gather) has no torchtitan setting");

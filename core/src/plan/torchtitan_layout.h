@@ -23,7 +23,9 @@ struct TorchtitanLayout
     std::string schedule; ///< pipeline_parallel_schedule; empty without pipelining
     /** module_fqns_per_model_part, one list per virtual stage; empty = torchtitan splits the layers itself. */
     std::vector<std::vector<std::string>> parts;
-    std::string checkpoint; ///< activation checkpointing: "none", "full" or "selective" (per-op SAC)
+    std::string checkpoint; ///< activation checkpointing: "none", "full" or "selective"
+    /** With "selective": layer SAC, every k-th block of each rank (selective_ac_option = k); 0 = per-op SAC. */
+    int layer_sac_every = 0;
 };
 
 /** `head` is the output projection's module name: "output" up to v0.2.x, "lm_head" on main. */
