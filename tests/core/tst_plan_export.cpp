@@ -1361,6 +1361,7 @@ mode = "full"
         const ImportedConfig every2 = imported("", "2");
         QCOMPARE(every2.config.recompute, RecomputeKind::Modules);
         QCOMPARE(every2.config.recompute_modules, odd); // the 2nd, 4th, ... block
+        QCOMPARE(recomputeLabel(every2.config), std::string("1 in 2 blocks"));
         QVERIFY(every2.warnings.empty() || every2.warnings.front().find("th block") == std::string::npos);
         QCOMPARE(imported("", "1").config.recompute, RecomputeKind::Full);
         // Interleaved over 2 ranks, 4 stages of 8 blocks: rank 0 builds stages 0 and 2 (blocks 0-7, 16-23), rank 1

@@ -80,6 +80,17 @@ std::string recomputeLabel(const ParallelConfig& c)
         return std::string(recomputeName(c.recompute));
     if (const int n = recomputedBlocksPerChunk(c); n > 0)
         return cat("block ", n);
+    // Every k-th block from the k-th on (torchtitan's layer SAC on one stage).
+    std::vector<long long> indices;
+    for (const auto& m : c.recompute_modules)
+        indices.push_back(std::stoll(m));
+    std::sort(indices.begin(), indices.end());
+    const long long k = indices.front() + 1;
+    bool everyK = k >= 2 && indices.size() >= 2;
+    for (std::size_t i = 1; i < indices.size() && everyK; ++i)
+        everyK = indices[i] - indices[i - 1] == k;
+    if (everyK)
+        return cat("1 in ", k, " blocks");
     return cat(c.recompute_modules.size(), " blocks");
 }
 

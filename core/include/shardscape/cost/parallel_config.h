@@ -113,7 +113,8 @@ int recomputedBlocksPerChunk(const ParallelConfig& c);
 /**
  * What the config recomputes, for a table cell: "none", "selective", "full", "modules", or, for block indices,
  * "block N" when they are the first N blocks of each model chunk (equal runs of consecutive indices: Megatron's
- * --recompute-num-layers N) and "K blocks" otherwise.
+ * --recompute-num-layers N), "1 in k blocks" for every k-th block from the k-th on (torchtitan's layer SAC on one
+ * stage), and "K blocks" otherwise.
  */
 std::string recomputeLabel(const ParallelConfig& c);
 
