@@ -501,9 +501,18 @@ private Q_SLOTS:
             QVERIFY(n == 1);
         QVERIFY(std::fabs(chosenE.time.recompute / (fullE.time.recompute * n / 32) - 1) < 1e-9);
         QVERIFY(std::fabs((fullE.step_time - chosenE.step_time) / (fullE.time.recompute * (32 - n) / 32) - 1) < 1e-6);
-        // Each recomputed block keeps its input instead of its whole stash: the peak falls linearly in n.
+        // Each recomputed block keeps its input instead of its whole stash: the peak falls linearly in n, by the
+        // same step per block from n = 1 to n = 32 (full).
         QVERIFY(chosenE.peakMemory() < model.estimate(none, workload).peakMemory());
         QVERIFY(chosenE.peakMemory() > fullE.peakMemory());
+        const auto peakAt = [&](int first) {
+            return model.estimate(model.withFirstBlocksRecomputed(full, first), workload).peakMemory();
+        };
+        const double step = (peakAt(1) - fullE.peakMemory()) / 31;
+        QVERIFY(step > 0);
+        for (const int first : {2, 8, 16, 31})
+            QVERIFY2(std::fabs(peakAt(first) - (peakAt(1) - step * (first - 1))) < 1e-6 * fullE.peakMemory(),
+                     qPrintable(QString::number(first)));
         // The explanation compares it with full recomputation (the runner-up here, else a line of its own).
         QVERIFY(std::any_of(r.explanation.lines.begin(), r.explanation.lines.end(), [](const std::string& l) {
             return startsWith(l, "best with full recomputation: ")
