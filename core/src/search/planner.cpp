@@ -150,9 +150,10 @@ std::size_t addPartialRecompute(const Context& ctx, const SearchSpace& space,
         if (scored[i].pruned || !full.feasible || candidates[i].recompute != RecomputeKind::Full)
             continue;
         if (bar) {
-            Scored best = scored[i];
-            best.estimate.step_time = full.step_time - full.time.recompute;
-            if (!better(best, *bar))
+            // better()'s order, with the step the variant could at most reach.
+            const bool tight = full.oom_risk != OomRisk::Fits;
+            const bool barTight = bar->estimate.oom_risk != OomRisk::Fits;
+            if (tight != barTight ? tight : full.step_time - full.time.recompute >= bar->estimate.step_time)
                 continue;
         }
         const Evaluation* none = nullptr;
