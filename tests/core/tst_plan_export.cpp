@@ -1241,6 +1241,22 @@ torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
                  error.c_str());
     }
 
+    void importMegatronFirstLastBf16Warns()
+    {
+        // Megatron-Bridge's FP8-CS recipe keeps the first and last decoder layers in BF16; the engine costs every
+        // layer in FP8, and the import says so with the counts the script gives (1 each by default).
+        const std::string script = "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py --num-layers 8 "
+                                   "--hidden-size 256 --num-attention-heads 4 "
+                                   "--seq-length 512 --micro-batch-size 1 --global-batch-size 16 --fp8-format hybrid "
+                                   "--fp8-recipe tensorwise --first-last-layers-bf16 --num-layers-at-end-in-bf16 2";
+        QTemporaryDir dir;
+        const ImportedConfig imported = importJobConfig(writeText(dir, "train.sh", script));
+        QVERIFY(imported.config.fp8_linears);
+        QVERIFY(std::any_of(imported.warnings.begin(), imported.warnings.end(), [](const std::string& w) {
+            return w.find("runs the first 1 and last 2 decoder layers in BF16") != std::string::npos;
+        }));
+    }
+
     void importMegatronBlockRecompute()
     {
         // --recompute-method block: each model chunk recomputes its first n layers whole (megatron/core/recompute.py);

@@ -535,6 +535,16 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
         if (recipe != "tensorwise")
             out.warnings.push_back(
                 cat("--fp8-recipe ", recipe, " is simulated as tensorwise (current per-tensor) scaling"));
+        // megatron/core/fp8_utils.py is_first_last_bf16_layer: the first --num-layers-at-start-in-bf16 and last
+        // --num-layers-at-end-in-bf16 layers (1 each, transformer_config.py) skip FP8; Megatron-Bridge's FP8-CS recipe
+        // (mixed_precision.py bf16_with_fp8_current_scaling_mixed) turns it on.
+        if (args.has("--first-last-layers-bf16"))
+            out.warnings.push_back(cat("--first-last-layers-bf16 runs the first ",
+                                       args.integer("--num-layers-at-start-in-bf16", 0, kMaxSize).value_or(1),
+                                       " and last ",
+                                       args.integer("--num-layers-at-end-in-bf16", 0, kMaxSize).value_or(1),
+                                       " decoder layers in BF16; they are simulated in FP8, so those layers run "
+                                       "slower than predicted"));
     }
     for (const char* flag : {"--hierarchical-context-parallel-sizes", "--overlap-param-gather-with-optimizer-step",
                              "--distribute-saved-activations", "--no-overlap-p2p-communication"})
