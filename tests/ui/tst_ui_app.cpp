@@ -39,6 +39,7 @@
 #include <QMimeData>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QStandardPaths>
 #include <QTableView>
 #include <QTableWidget>
@@ -850,6 +851,21 @@ void TestUiApp::whatIfKeepsBlocksPerChunk()
         firstN.push_back(std::to_string(i));
     QCOMPARE(result->config.recompute_modules, firstN);
     QCOMPARE(recomputedBlocksPerChunk(result->config), n);
+
+    // The Blocks box asks for another n, as --recompute-num-layers does; "all" is full recomputation.
+    auto* blocks = window.whatIfPanel()->findChild<QSpinBox*>(QStringLiteral("recomputeBlocks"));
+    QVERIFY(blocks && blocks->isEnabled());
+    QCOMPARE(blocks->value(), n);
+    window.whatIfPanel()->setValue(QStringLiteral("recompute_blocks"), n + 1);
+    QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
+    firstN.push_back(std::to_string(n));
+    QCOMPARE(window.whatIfPanel()->result()->config.recompute_modules, firstN);
+    window.whatIfPanel()->setValue(QStringLiteral("recompute_blocks"), 0);
+    QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
+    QCOMPARE(window.whatIfPanel()->result()->config.recompute, RecomputeKind::Full);
+    // Without recomputation there are no blocks to choose.
+    recompute->setCurrentIndex(recompute->findData(static_cast<int>(RecomputeKind::None)));
+    QVERIFY(!blocks->isEnabled());
 }
 
 void TestUiApp::exportPlanReloads()

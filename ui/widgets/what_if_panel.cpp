@@ -95,6 +95,10 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     , m_microBatches(spin(this, 1 << 20, tr("Micro-batches per step (gradient accumulation)")))
     , m_zero(new QComboBox(this))
     , m_recompute(new QComboBox(this))
+    , m_recomputeBlocks(spin(this, 4096,
+                             tr("With full recomputation: recompute only the first N decoder blocks of each model "
+                                "chunk and keep the others' activations (Megatron --recompute-method block "
+                                "--recompute-num-layers N); all = every block")))
     , m_schedule(new QComboBox(this))
     , m_tpOverlap(new QCheckBox(tr("TP comm. overlap"), this))
     , m_paramGatherOverlap(new QCheckBox(tr("Param-gather overlap"), this))
@@ -123,6 +127,9 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     for (const auto kind : {RecomputeKind::None, RecomputeKind::Selective, RecomputeKind::Full})
         m_recompute->addItem(format::text(recomputeName(kind)), static_cast<int>(kind));
     m_recompute->setObjectName(QStringLiteral("recompute"));
+    m_recomputeBlocks->setObjectName(QStringLiteral("recomputeBlocks"));
+    m_recomputeBlocks->setMinimum(0);
+    m_recomputeBlocks->setSpecialValueText(tr("all"));
     for (const auto kind :
          {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B, ScheduleKind::ZeroBubbleH1,
           ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV, ScheduleKind::DualPipe})
@@ -169,24 +176,25 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     addPair(3, 0, tr("ZeRO:"), m_zero);
     addPair(3, 1, tr("Sched.:"), m_schedule);
     addPair(4, 0, tr("Recomp.:"), m_recompute);
-    grid->addWidget(m_fp8, 4, 2, 1, 2);
-    grid->addWidget(m_tpOverlap, 5, 0, 1, 2);
-    grid->addWidget(m_paramGatherOverlap, 5, 2, 1, 2);
-    grid->addWidget(m_eager, 6, 0, 1, 2);
+    addPair(4, 1, tr("Blocks:"), m_recomputeBlocks);
+    grid->addWidget(m_fp8, 5, 0, 1, 2);
+    grid->addWidget(m_eager, 5, 2, 1, 2);
+    grid->addWidget(m_tpOverlap, 6, 0, 1, 2);
+    grid->addWidget(m_paramGatherOverlap, 6, 2, 1, 2);
     {
         auto* text = new QLabel(tr("Framework:"), editors);
         text->setBuddy(m_framework);
-        grid->addWidget(text, 6, 2);
-        grid->addWidget(m_framework, 6, 3);
+        grid->addWidget(text, 7, 0);
+        grid->addWidget(m_framework, 7, 1, 1, 3);
     }
     auto* stagesLabel = new QLabel(tr("Layers per stage:"), editors);
     stagesLabel->setBuddy(m_stageLayers);
-    grid->addWidget(stagesLabel, 7, 0, 1, 2);
-    grid->addWidget(m_stageLayers, 7, 2, 1, 2);
-    grid->addWidget(m_a2aOverlap, 8, 0, 1, 2);
-    grid->addWidget(m_sharedExpertOverlap, 8, 2, 1, 2);
-    addPair(9, 0, tr("Capacity:"), m_capacity);
-    addPair(9, 1, tr("Imbal.:"), m_imbalance);
+    grid->addWidget(stagesLabel, 8, 0, 1, 2);
+    grid->addWidget(m_stageLayers, 8, 2, 1, 2);
+    grid->addWidget(m_a2aOverlap, 9, 0, 1, 2);
+    grid->addWidget(m_sharedExpertOverlap, 9, 2, 1, 2);
+    addPair(10, 0, tr("Capacity:"), m_capacity);
+    addPair(10, 1, tr("Imbal.:"), m_imbalance);
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
 
@@ -244,8 +252,10 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         }
         emit configEdited(edited);
     });
-    for (QSpinBox* box : {m_tp, m_dp, m_microBatch, m_microBatches})
+    for (QSpinBox* box : {m_tp, m_dp, m_microBatch, m_microBatches, m_recomputeBlocks})
         connect(box, &QSpinBox::valueChanged, this, &WhatIfPanel::scheduleEdit);
+    connect(m_recompute, &QComboBox::currentIndexChanged, this,
+            [this] { m_recomputeBlocks->setEnabled(recomputesWholeBlocks()); });
     // A changed pipeline shape invalidates the old split: fall back to the automatic one.
     for (QSpinBox* box : {m_pp, m_vpp})
         connect(box, &QSpinBox::valueChanged, this, [this] {
@@ -317,6 +327,8 @@ void WhatIfPanel::loadEditors(const ParallelConfig& c)
     else if (c.recompute == RecomputeKind::Modules)
         m_recompute->setItemText(recompute, format::text(recomputeLabel(c)));
     m_recompute->setCurrentIndex(m_recompute->findData(static_cast<int>(c.recompute)));
+    m_recomputeBlocks->setValue(recomputedBlocksPerChunk(c));
+    m_recomputeBlocks->setEnabled(recomputesWholeBlocks());
     m_schedule->setCurrentIndex(m_schedule->findData(static_cast<int>(c.schedule)));
     m_tpOverlap->setChecked(c.tp_comm_overlap);
     m_paramGatherOverlap->setChecked(c.overlap_param_gather);
@@ -342,6 +354,15 @@ ParallelConfig WhatIfPanel::editedConfig() const
     c.num_microbatches = m_microBatches->value();
     c.zero_stage = m_zero->currentData().toInt();
     c.recompute = static_cast<RecomputeKind>(m_recompute->currentData().toInt());
+    if (recomputesWholeBlocks()) {
+        // The first N blocks of the first chunk: the window spreads them over the configuration's chunks
+        // (CostModel::withFirstBlocksRecomputed), which only it knows.
+        const int blocks = m_recomputeBlocks->value();
+        c.recompute = blocks > 0 ? RecomputeKind::Modules : RecomputeKind::Full;
+        c.recompute_modules.clear();
+        for (int i = 0; i < blocks; ++i)
+            c.recompute_modules.push_back(std::to_string(i));
+    }
     c.schedule = static_cast<ScheduleKind>(m_schedule->currentData().toInt());
     c.sequence_parallel = c.sequence_parallel && c.tp > 1;
     if (m_baseline && c.tp > 1 && m_baseline->config.tp == 1)
@@ -367,6 +388,13 @@ ParallelConfig WhatIfPanel::editedConfig() const
     return c;
 }
 
+bool WhatIfPanel::recomputesWholeBlocks() const
+{
+    const auto kind = static_cast<RecomputeKind>(m_recompute->currentData().toInt());
+    return kind == RecomputeKind::Full
+        || (kind == RecomputeKind::Modules && m_baseline && recomputedBlocksPerChunk(m_baseline->config) > 0);
+}
+
 void WhatIfPanel::setValue(const QString& field, int value)
 {
     QSpinBox* box = field == QLatin1String("tp")     ? m_tp
@@ -375,6 +403,7 @@ void WhatIfPanel::setValue(const QString& field, int value)
         : field == QLatin1String("vpp")              ? m_vpp
         : field == QLatin1String("micro_batch")      ? m_microBatch
         : field == QLatin1String("num_microbatches") ? m_microBatches
+        : field == QLatin1String("recompute_blocks") ? m_recomputeBlocks
                                                      : nullptr;
     if (box)
         box->setValue(value);

@@ -45,7 +45,8 @@ public:
     /** The last what-if result shown, if any. */
     const std::optional<Evaluation>& result() const { return m_result; }
 
-    /** Sets one editor by name ("tp", "pp", "dp", "vpp", "micro_batch", "num_microbatches"), as a user would. */
+    /** Sets one editor by name ("tp", "pp", "dp", "vpp", "micro_batch", "num_microbatches", "recompute_blocks"), as
+        a user would. */
     void setValue(const QString& field, int value);
     /** Chooses the framework as a user would. */
     void setFramework(Framework framework);
@@ -65,6 +66,8 @@ signals:
 
 private:
     void scheduleEdit();
+    /** Whether the recomputation box allows choosing blocks: full, or a plan's block set. */
+    bool recomputesWholeBlocks() const;
     void loadEditors(const ParallelConfig& config);
     void updateTable();
 
@@ -81,6 +84,7 @@ private:
     QSpinBox* m_microBatches;
     QComboBox* m_zero;
     QComboBox* m_recompute;
+    QSpinBox* m_recomputeBlocks; ///< with full recomputation: the first N blocks of each chunk, 0 = all
     QComboBox* m_schedule;
     QCheckBox* m_tpOverlap;
     QCheckBox* m_paramGatherOverlap;
