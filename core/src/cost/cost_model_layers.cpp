@@ -99,21 +99,21 @@ std::string recomputePattern(const ModelGraph& graph, const Layer& layer, const 
     return pattern;
 }
 
+/** `c` recomputing every block (full) or none, in place of its list of block indices. */
+ParallelConfig wholeBlocks(ParallelConfig c, bool recomputed)
+{
+    c.recompute = recomputed ? RecomputeKind::Full : RecomputeKind::None;
+    c.recompute_modules.clear();
+    return c;
+}
+
 } // namespace
 
 const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c) const
 {
     if (recomputesBlockIndices(c) && !m_blockIndex.empty()) {
-        // Whole blocks by index (Megatron's block method): each layer costs as under full recomputation when its
-        // index is listed, as without otherwise (what matchedModule gives when no other path component is a
-        // number), so it shares those cache entries instead of one per index list.
-        const std::string own = m_blockIndex[layer] >= 0 ? std::to_string(m_blockIndex[layer]) : std::string();
-        const bool listed = !own.empty()
-            && std::find(c.recompute_modules.begin(), c.recompute_modules.end(), own) != c.recompute_modules.end();
-        ParallelConfig whole = c;
-        whole.recompute = listed ? RecomputeKind::Full : RecomputeKind::None;
-        whole.recompute_modules.clear();
-        return layerCost(layer, whole);
+        const std::vector<long long> listed = recomputedBlocks(c);
+        return layerCost(layer, wholeBlocks(c, std::binary_search(listed.begin(), listed.end(), m_blockIndex[layer])));
     }
     LayerLayout layout = layoutOf(c, frameworkOf(c), groupShape(c, "tp"), groupShape(c, "cp"), m_cluster);
     layout.overlap_hidden_fraction = m_params.zero3_prefetch_overlap;
@@ -146,6 +146,18 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
 
 std::vector<const LayerCost*> CostModel::layerCosts(const ParallelConfig& c) const
 {
+    if (recomputesBlockIndices(c) && !m_blockIndex.empty()) {
+        // Whole blocks by index (Megatron's block method): each layer costs as under full recomputation when its
+        // index is listed, as without otherwise (what matchedModule gives when no other path component is a
+        // number), so the two lists share those configurations' cache entries instead of one per index list.
+        const std::vector<long long> listed = recomputedBlocks(c);
+        const std::vector<const LayerCost*> full = layerCosts(wholeBlocks(c, true));
+        std::vector<const LayerCost*> out = layerCosts(wholeBlocks(c, false));
+        for (std::size_t l = 0; l < out.size(); ++l)
+            if (std::binary_search(listed.begin(), listed.end(), m_blockIndex[l]))
+                out[l] = full[l];
+        return out;
+    }
     if (c.recompute == RecomputeKind::Modules) {
         // The list may select modules of particular layers: look every layer up (layerCost shares what it can).
         std::vector<const LayerCost*> out(m_layers.size());

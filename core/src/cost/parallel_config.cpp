@@ -24,16 +24,11 @@ std::string_view recomputeName(RecomputeKind kind)
 
 namespace {
 
-/** The runs of consecutive indices in a list of block indices, as [first, last] pairs in ascending order. */
-std::vector<std::pair<long long, long long>> indexRuns(const std::vector<std::string>& modules)
+/** The runs of consecutive recomputed block indices, as [first, last] pairs in ascending order. */
+std::vector<std::pair<long long, long long>> indexRuns(const ParallelConfig& c)
 {
-    std::vector<long long> indices;
-    for (const auto& m : modules)
-        indices.push_back(std::stoll(m));
-    std::sort(indices.begin(), indices.end());
-    indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
     std::vector<std::pair<long long, long long>> runs;
-    for (const long long i : indices) {
+    for (const long long i : recomputedBlocks(c)) {
         if (!runs.empty() && runs.back().second + 1 == i)
             runs.back().second = i;
         else
@@ -43,10 +38,10 @@ std::vector<std::pair<long long, long long>> indexRuns(const std::vector<std::st
 }
 
 /** "0-4", "10-14", "20" */
-std::vector<std::string> blockRuns(const std::vector<std::string>& modules)
+std::vector<std::string> blockRuns(const ParallelConfig& c)
 {
     std::vector<std::string> text;
-    for (const auto& [first, last] : indexRuns(modules))
+    for (const auto& [first, last] : indexRuns(c))
         text.push_back(first == last ? cat(first) : cat(first, "-", last));
     return text;
 }
@@ -63,11 +58,23 @@ bool recomputesBlockIndices(const ParallelConfig& c)
         && std::all_of(c.recompute_modules.begin(), c.recompute_modules.end(), index);
 }
 
+std::vector<long long> recomputedBlocks(const ParallelConfig& c)
+{
+    std::vector<long long> indices;
+    if (!recomputesBlockIndices(c))
+        return indices;
+    for (const auto& m : c.recompute_modules)
+        indices.push_back(std::stoll(m));
+    std::sort(indices.begin(), indices.end());
+    indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+    return indices;
+}
+
 int recomputedBlocksPerChunk(const ParallelConfig& c)
 {
     if (!recomputesBlockIndices(c))
         return 0;
-    const auto runs = indexRuns(c.recompute_modules);
+    const auto runs = indexRuns(c);
     const long long n = runs.front().second - runs.front().first + 1;
     const bool prefixes = runs.front().first == 0
         && std::all_of(runs.begin(), runs.end(), [n](const auto& r) { return r.second - r.first + 1 == n; });
@@ -81,10 +88,7 @@ std::string recomputeLabel(const ParallelConfig& c)
     if (const int n = recomputedBlocksPerChunk(c); n > 0)
         return cat("block ", n);
     // Every k-th block from the k-th on (torchtitan's layer SAC on one stage).
-    std::vector<long long> indices;
-    for (const auto& m : c.recompute_modules)
-        indices.push_back(std::stoll(m));
-    std::sort(indices.begin(), indices.end());
+    const std::vector<long long> indices = recomputedBlocks(c);
     const long long k = indices.front() + 1;
     bool everyK = k >= 2 && indices.size() >= 2;
     for (std::size_t i = 1; i < indices.size() && everyK; ++i)
@@ -148,7 +152,7 @@ std::string ParallelConfig::describe() const
     text += cat(" recompute=", recomputeName(recompute));
     if (recompute == RecomputeKind::Modules && recomputesBlockIndices(*this)) {
         // The runs name the blocks while they are few; past four chunks, how many runs there are.
-        const auto runs = blockRuns(recompute_modules);
+        const auto runs = blockRuns(*this);
         text += cat("(", recomputeLabel(*this), ": ", runs.size() <= 4 ? join(runs, ",") : cat(runs.size(), " runs"),
                     ")");
     } else if (recompute == RecomputeKind::Modules)

@@ -139,14 +139,11 @@ bool blockRecomputeArgs(Context& context, Args& args)
     if (chunks.empty() && c.pp == 1 && context.model.transformer)
         chunks = {static_cast<int>(context.model.transformer->num_layers)};
     // The block method's n is what the first chunk recomputes; the other chunks must then recompute their first n.
-    const auto n = chunks.empty() ? 0
-                                  : std::count_if(c.recompute_modules.begin(), c.recompute_modules.end(),
-                                                  [&](const std::string& m) { return std::stoll(m) < chunks.front(); });
-    std::vector<std::string> wanted = c.recompute_modules;
-    std::vector<std::string> blocks = importing::megatronBlockRecompute(chunks, n);
-    std::sort(wanted.begin(), wanted.end());
-    std::sort(blocks.begin(), blocks.end());
-    if (n > 0 && blocks == wanted) {
+    const std::vector<long long> wanted = recomputedBlocks(c);
+    const auto n = chunks.empty() ? 0 : std::lower_bound(wanted.begin(), wanted.end(), chunks.front()) - wanted.begin();
+    ParallelConfig method = c;
+    method.recompute_modules = importing::megatronBlockRecompute(chunks, n);
+    if (n > 0 && recomputedBlocks(method) == wanted) {
         add(args, "--recompute-granularity", "full");
         add(args, "--recompute-method", "block");
         add(args, "--recompute-num-layers", cat(n));

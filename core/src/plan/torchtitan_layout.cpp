@@ -217,18 +217,14 @@ int layerSacEvery(Context& context)
         stageBlocks = {static_cast<int>(context.model.transformer->num_layers)};
     if (stageBlocks.empty())
         return 0;
-    const auto numeric = [](const std::vector<std::string>& names) {
-        std::vector<long long> out;
-        for (const auto& n : names)
-            out.push_back(std::stoll(n));
-        std::sort(out.begin(), out.end());
-        return out;
-    };
-    const std::vector<long long> wanted = numeric(c.recompute_modules);
+    const std::vector<long long> wanted = recomputedBlocks(c);
     const int most = *std::max_element(stageBlocks.begin(), stageBlocks.end()) * (isVShaped(c.schedule) ? 2 : c.vpp);
-    for (int k = 2; k <= most; ++k)
-        if (numeric(importing::torchtitanLayerSac(stageBlocks, c.pp, isVShaped(c.schedule), k)) == wanted)
+    for (int k = 2; k <= most; ++k) {
+        ParallelConfig every = c;
+        every.recompute_modules = importing::torchtitanLayerSac(stageBlocks, c.pp, isVShaped(c.schedule), k);
+        if (recomputedBlocks(every) == wanted)
             return k;
+    }
     return 0;
 }
 

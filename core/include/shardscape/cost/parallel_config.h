@@ -106,6 +106,9 @@ struct ParallelConfig
     --recompute-method block and the planner's partial recomputation choose them. */
 bool recomputesBlockIndices(const ParallelConfig& c);
 
+/** The recomputed blocks' indices, ascending and distinct; empty unless recomputesBlockIndices. */
+std::vector<long long> recomputedBlocks(const ParallelConfig& c);
+
 /** N when the config recomputes the first N blocks of each model chunk (equal runs of consecutive block indices, the
     first from 0: Megatron's --recompute-method block --recompute-num-layers N), else 0. */
 int recomputedBlocksPerChunk(const ParallelConfig& c);
