@@ -132,6 +132,8 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     o.moe_router_imbalance = c.moe_router_imbalance;
     o.fp8_linears = c.fp8_linears;
     o.fp8_recipe = std::string(float8RecipeName(c.fp8_recipe));
+    o.fp8_bf16_first_layers = c.fp8_bf16_first_layers;
+    o.fp8_bf16_last_layers = c.fp8_bf16_last_layers;
     o.eager_kernels = c.eager_kernels;
     if (o.framework.empty()) // --framework overrides the file's
         o.framework = std::string(frameworkName(c.framework));
@@ -251,6 +253,11 @@ int runSimulate(const SimulateOptions& given)
     config.moe_router_imbalance = o.moe_router_imbalance;
     config.fp8_linears = o.fp8_linears;
     config.fp8_recipe = parseFloat8Recipe(o.fp8_recipe).value_or(Float8Recipe::Tensorwise); // checked by the parser
+    if ((o.fp8_bf16_first_layers > 0 || o.fp8_bf16_last_layers > 0) && !o.fp8_linears)
+        throw InputError("--fp8-bf16-first-layers and --fp8-bf16-last-layers keep blocks out of FP8, and --fp8 is off",
+                         "add --fp8, or leave them out");
+    config.fp8_bf16_first_layers = o.fp8_bf16_first_layers;
+    config.fp8_bf16_last_layers = o.fp8_bf16_last_layers;
     config.eager_kernels = o.eager_kernels;
     config.framework = o.framework.empty() ? Framework::Generic : frameworkFromOption(o.framework);
     if (!o.framework_version.empty()) {
@@ -421,6 +428,14 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
                                             "(torchao's per-row scales, torchtitan only)")
                                 ->check(CLI::IsMember({"tensorwise", "rowwise"}))
                                 ->capture_default_str());
+    configuration.push_back(cmd->add_option("--fp8-bf16-first-layers", o->fp8_bf16_first_layers,
+                                            "with --fp8: the first N decoder blocks keep their linears in BF16 "
+                                            "(Megatron --first-last-layers-bf16 --num-layers-at-start-in-bf16 N)")
+                                ->check(CLI::Range(0, 1000000)));
+    configuration.push_back(cmd->add_option("--fp8-bf16-last-layers", o->fp8_bf16_last_layers,
+                                            "with --fp8: the last N decoder blocks keep their linears in BF16 "
+                                            "(Megatron --num-layers-at-end-in-bf16 N)")
+                                ->check(CLI::Range(0, 1000000)));
     configuration.push_back(cmd->add_flag("--eager", o->eager_kernels,
                                           "eager PyTorch without torch.compile: unfused RMSNorm, rotary and SwiGLU "
                                           "kernels"));

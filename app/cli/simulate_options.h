@@ -40,6 +40,8 @@ struct SimulateOptions
     double moe_router_imbalance = 1;
     bool fp8_linears = false;
     std::string fp8_recipe = "tensorwise";
+    int fp8_bf16_first_layers = 0;
+    int fp8_bf16_last_layers = 0;
     bool eager_kernels = false;
     std::string schedule = "1f1b";
     std::int64_t seq_len = 0;

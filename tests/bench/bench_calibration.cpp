@@ -109,13 +109,11 @@ void printOps(const Case& c, const CostParams& params, const DeviceOverrides& de
     if (block == layers.end())
         return;
     const auto producer = model.graph().producers();
-    LayerLayout layout;
-    layout.tp = c.config.tp;
-    layout.cp = c.config.cp;
-    layout.sequence_parallel = c.config.sequence_parallel;
-    layout.micro_batch = c.config.micro_batch;
-    layout.fp8_linears = c.config.fp8_linears;
-    layout.fp8_recipe = c.config.fp8_recipe;
+    // The engine's own layout (framework terms included), with the whole block as the recomputed unit off.
+    ParallelConfig config = c.config;
+    config.recompute = RecomputeKind::None;
+    config.recompute_modules.clear();
+    const LayerLayout layout = model.layerLayout(config);
     double totalFwd = 0, totalBwd = 0;
     std::map<std::string, std::pair<double, double>> byKind;
     std::printf("%-44s %-16s %12s %12s %12s %10s\n", "op", "kind", "fwd FLOPs", "fwd s", "bwd s", "fwd TFLOP/s");

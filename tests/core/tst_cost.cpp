@@ -1858,6 +1858,65 @@ private Q_SLOTS:
             < 1e-9);
     }
 
+    void fp8Bf16FirstAndLastBlocksCostAsBf16()
+    {
+        // Megatron's --first-last-layers-bf16 (megatron/core/fp8_utils.py is_first_last_bf16_layer): the first a and
+        // last b of the model's L blocks run in BF16, the rest in FP8. On one GPU without a pipeline the step is the
+        // micro-batches' layer times plus the optimizer, so it moves (a + b) / L of the way from all-FP8 to all-BF16.
+        BuildOptions options;
+        options.seq_len = 2048;
+        const auto graph = std::make_shared<const ModelGraph>(loadModel("llama2-7b", options));
+        Cluster cluster = h100Node();
+        cluster.gpus_per_node = 1;
+        CostModel model(graph, cluster);
+        ParallelConfig fp8;
+        fp8.num_microbatches = 4;
+        fp8.fp8_linears = true;
+        fp8.framework = Framework::MegatronCore;
+        ParallelConfig bf16 = fp8;
+        bf16.fp8_linears = false;
+        ParallelConfig edges = fp8;
+        edges.fp8_bf16_first_layers = 1;
+        edges.fp8_bf16_last_layers = 2;
+        Workload w;
+        w.global_batch = 4;
+        w.seq_len = options.seq_len;
+        w.memory_limit_bytes = 1e15;
+        const double tFp8 = model.evaluate(fp8, w).step_time;
+        const double tBf16 = model.evaluate(bf16, w).step_time;
+        const double tEdges = model.evaluate(edges, w).step_time;
+        const double blocks = graph->transformer->num_layers;
+        QVERIFY(tBf16 > tFp8);
+        QVERIFY2(relativeError(tEdges, tFp8 + 3 / blocks * (tBf16 - tFp8)) < 1e-9,
+                 qPrintable(QString("%1 vs %2").arg(tEdges).arg(tFp8 + 3 / blocks * (tBf16 - tFp8))));
+        // Which blocks: the first and the two last cost as BF16, the second as FP8.
+        std::vector<std::size_t> blockLayers;
+        for (std::size_t l = 0; l < model.layers().size(); ++l)
+            if (model.layers()[l].kind == LayerKind::Block)
+                blockLayers.push_back(l);
+        const auto time = [&](std::size_t l, const ParallelConfig& c) {
+            const LayerCost& lc = model.layerCost(l, c);
+            return lc.forward + lc.backward_input + lc.backward_weight;
+        };
+        QCOMPARE(time(blockLayers.front(), edges), time(blockLayers.front(), bf16));
+        QCOMPARE(time(blockLayers[1], edges), time(blockLayers[1], fp8));
+        QCOMPARE(time(blockLayers[blockLayers.size() - 2], edges), time(blockLayers.back(), bf16));
+        QCOMPARE(time(blockLayers.back(), edges), time(blockLayers.back(), bf16));
+        // Megatron and NeMo run it (each count at most num_layers / pp); torchtitan has no such switch.
+        QVERIFY(model.structuralProblem(edges, w, false).empty());
+        edges.pp = 16;
+        edges.fp8_bf16_last_layers = 3;
+        edges.num_microbatches = 16;
+        w.global_batch = 16;
+        const std::string tooMany = model.structuralProblem(edges, w, false);
+        QVERIFY2(QString::fromStdString(tooMany).contains("num_layers / pp = 2"), tooMany.c_str());
+        edges.pp = 1;
+        edges.framework = Framework::Torchtitan;
+        edges.zero_stage = 3;
+        QVERIFY(QString::fromStdString(frameworkRestriction(frameworkProfile(Framework::Torchtitan), edges))
+                    .contains("set the BF16 first and last layers to 0"));
+    }
+
     void modelFlopsAreThreeForwardPasses()
     {
         BuildOptions options;

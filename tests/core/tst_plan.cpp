@@ -74,7 +74,8 @@ bool sameConfig(const ParallelConfig& a, const ParallelConfig& b)
         && a.micro_batch == b.micro_batch && a.num_microbatches == b.num_microbatches && a.zero_stage == b.zero_stage
         && a.zero_ngroups == b.zero_ngroups && a.sequence_parallel == b.sequence_parallel && a.recompute == b.recompute
         && a.recompute_modules == b.recompute_modules && a.schedule == b.schedule && a.stage_layers == b.stage_layers
-        && a.rank_order == b.rank_order && a.framework == b.framework;
+        && a.rank_order == b.rank_order && a.framework == b.framework && a.fp8_linears == b.fp8_linears
+        && a.fp8_bf16_first_layers == b.fp8_bf16_first_layers && a.fp8_bf16_last_layers == b.fp8_bf16_last_layers;
 }
 
 /** The configurations the round trip covers: every field of ParallelConfig away from its default somewhere. */
@@ -136,6 +137,12 @@ std::map<std::string, ParallelConfig> sampleConfigs()
     ParallelConfig megatron = hybrid;
     megatron.framework = Framework::MegatronCore;
     out["megatron-core tp2 pp2 dp2"] = megatron;
+
+    ParallelConfig edges = megatron;
+    edges.fp8_linears = true;
+    edges.fp8_bf16_first_layers = 1;
+    edges.fp8_bf16_last_layers = 2;
+    out["megatron-core fp8 bf16 first and last"] = edges;
 
     ParallelConfig titan = cp;
     titan.framework = Framework::Torchtitan;

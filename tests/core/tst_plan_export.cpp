@@ -1241,20 +1241,48 @@ torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
                  error.c_str());
     }
 
-    void importMegatronFirstLastBf16Warns()
+    void importMegatronFirstLastBf16Layers()
     {
-        // Megatron-Bridge's FP8-CS recipe keeps the first and last decoder layers in BF16; the engine costs every
-        // layer in FP8, and the import says so with the counts the script gives (1 each by default).
-        const std::string script = "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py --num-layers 8 "
-                                   "--hidden-size 256 --num-attention-heads 4 "
-                                   "--seq-length 512 --micro-batch-size 1 --global-batch-size 16 --fp8-format hybrid "
-                                   "--fp8-recipe tensorwise --first-last-layers-bf16 --num-layers-at-end-in-bf16 2";
+        // Megatron-Bridge's FP8-CS recipe keeps the first and last decoder layers in BF16 (1 each by default,
+        // transformer_config.py); the import carries the counts, and Megatron refuses them under delayed scaling.
+        const std::string base = "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py --num-layers 8 "
+                                 "--hidden-size 256 --num-attention-heads 4 "
+                                 "--seq-length 512 --micro-batch-size 1 --global-batch-size 16 --fp8-format hybrid "
+                                 "--first-last-layers-bf16 --num-layers-at-end-in-bf16 2 ";
         QTemporaryDir dir;
-        const ImportedConfig imported = importJobConfig(writeText(dir, "train.sh", script));
+        const ImportedConfig imported = importJobConfig(writeText(dir, "train.sh", base + "--fp8-recipe tensorwise"));
         QVERIFY(imported.config.fp8_linears);
-        QVERIFY(std::any_of(imported.warnings.begin(), imported.warnings.end(), [](const std::string& w) {
-            return w.find("runs the first 1 and last 2 decoder layers in BF16") != std::string::npos;
-        }));
+        QCOMPARE(imported.config.fp8_bf16_first_layers, 1);
+        QCOMPARE(imported.config.fp8_bf16_last_layers, 2);
+        QVERIFY(std::none_of(imported.warnings.begin(), imported.warnings.end(),
+                             [](const std::string& w) { return w.find("bf16") != std::string::npos; }));
+        const std::string error = test::inputErrorOf([&] { importJobConfig(writeText(dir, "delayed.sh", base)); });
+        QVERIFY2(error.find("delayed scaling") != std::string::npos, error.c_str());
+        QVERIFY2(error.find("--fp8-recipe tensorwise") != std::string::npos, error.c_str());
+    }
+
+    void megatronExportKeepsBf16FirstAndLastLayers()
+    {
+        ParallelConfig config;
+        config.tp = 2;
+        config.dp = 4;
+        config.num_microbatches = 2;
+        config.zero_stage = 1;
+        config.sequence_parallel = true;
+        config.fp8_linears = true;
+        config.fp8_bf16_first_layers = 1;
+        config.fp8_bf16_last_layers = 1;
+        config.framework = Framework::MegatronCore;
+        const auto c = makeCase("llama3-8b", 1, config);
+        QVERIFY2(c->evaluation.feasible, c->evaluation.reason.c_str());
+        const ExportResult result = exportPlan(ExportTarget::Megatron, c->plan, *c->graph, c->plan.cluster, nullptr);
+        for (const char* flag : {"--fp8-recipe tensorwise", "--first-last-layers-bf16",
+                                 "--num-layers-at-start-in-bf16 1", "--num-layers-at-end-in-bf16 1"})
+            QVERIFY2(result.text.find(flag) != std::string::npos, flag);
+        const ImportedConfig imported = reimportMegatron(result.text, *c->graph);
+        QCOMPARE(imported.config.fp8_bf16_first_layers, 1);
+        QCOMPARE(imported.config.fp8_bf16_last_layers, 1);
+        QCOMPARE(imported.config.describe(), c->plan.config.describe());
     }
 
     void importMegatronBlockRecompute()

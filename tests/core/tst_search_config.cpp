@@ -56,10 +56,11 @@ bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
         && a.overlap_param_gather == b.overlap_param_gather && a.moe_a2a_overlap == b.moe_a2a_overlap
         && a.moe_shared_expert_overlap == b.moe_shared_expert_overlap && a.moe_capacity_factor == b.moe_capacity_factor
         && a.moe_router_imbalance == b.moe_router_imbalance && a.fp8_linears == b.fp8_linears
-        && a.fp8_recipe == b.fp8_recipe && a.eager_kernels == b.eager_kernels && a.framework == b.framework
-        && a.min_memory_headroom == b.min_memory_headroom && a.input_len == b.input_len && a.output_len == b.output_len
-        && a.concurrency == b.concurrency && a.weight_dtype == b.weight_dtype && a.kv_cache_dtype == b.kv_cache_dtype
-        && a.max_ttft_ms == b.max_ttft_ms && a.max_tpot_ms == b.max_tpot_ms
+        && a.fp8_recipe == b.fp8_recipe && a.fp8_bf16_first_layers == b.fp8_bf16_first_layers
+        && a.fp8_bf16_last_layers == b.fp8_bf16_last_layers && a.eager_kernels == b.eager_kernels
+        && a.framework == b.framework && a.min_memory_headroom == b.min_memory_headroom && a.input_len == b.input_len
+        && a.output_len == b.output_len && a.concurrency == b.concurrency && a.weight_dtype == b.weight_dtype
+        && a.kv_cache_dtype == b.kv_cache_dtype && a.max_ttft_ms == b.max_ttft_ms && a.max_tpot_ms == b.max_tpot_ms
         && a.serving_framework == b.serving_framework && a.memory_fraction == b.memory_fraction;
 }
 
@@ -105,6 +106,8 @@ PlannerConfig unusualConfig()
     c.layer_num = 12;
     c.framework = Framework::DeepSpeed;
     c.fp8_recipe = Float8Recipe::Rowwise; // read only with fp8_linears, which DeepSpeed cannot run
+    c.fp8_bf16_first_layers = 2; // the same
+    c.fp8_bf16_last_layers = 3;
     c.min_memory_headroom = 2.7;
     c.input_len = 3000;
     c.output_len = 77;
@@ -161,8 +164,9 @@ private Q_SLOTS:
         std::sort(fileKeys.begin(), fileKeys.end());
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
         // 32 AutoDist keys + method, max_cp, layer_num, the five framework features, use_profile, framework,
-        // framework_version, min_memory_headroom and the seven dimension locks (tp pp dp cp ep vpp recompute)
-        QCOMPARE(allKeys.size(), std::size_t {64});
+        // framework_version, min_memory_headroom, the seven dimension locks (tp pp dp cp ep vpp recompute) and the
+        // two counts of BF16 blocks under FP8
+        QCOMPARE(allKeys.size(), std::size_t {66});
     }
 
     void locksReadAndRoundTrip()
@@ -408,6 +412,10 @@ private Q_SLOTS:
         row("deepspeed fp8", R"({"framework": "deepspeed", "fp8_linears": true})", "fp8_linears", "no FP8 training");
         row("megatron rowwise", R"({"framework": "megatron-core", "fp8_linears": true, "fp8_recipe": "rowwise"})",
             "fp8_recipe", "megatron-core has no rowwise FP8 scaling");
+        row("titan bf16 edge layers",
+            R"({"framework": "torchtitan", "fp8_linears": true, "fp8_recipe": "rowwise", "fp8_bf16_last_layers": 1})",
+            "fp8_bf16_last_layers", "runs every block's linears in FP8");
+        row("bf16 layers negative", R"({"fp8_bf16_first_layers": -1})", "fp8_bf16_first_layers", "out of range");
         row("recipe typo", R"({"fp8_recipe": "row-wise"})", "fp8_recipe", "use \"tensorwise\" or \"rowwise\"");
         row("recipe type", R"({"fp8_recipe": 1})", "fp8_recipe", "expected a string");
         row("titan async TP eager", R"({"framework": "titan", "tp_comm_overlap": true, "eager_kernels": true})",

@@ -236,6 +236,8 @@ CostModel::CostModel(std::shared_ptr<const ModelGraph> graph, Cluster cluster, C
     }
     m_flopsPerToken = flops / m_graph->tokens();
     m_blockIndex = blockIndicesOf(*m_graph, m_layers);
+    for (const auto& layer : m_layers)
+        m_blockOrdinal.push_back(layer.kind == LayerKind::Block ? m_blockCount++ : -1);
 
     // Which layers use each parameter: one that several use (a tied embedding) is kept aside per layer.
     std::unordered_map<TensorId, int> users;
@@ -615,7 +617,9 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
                 if (fsdpGathersFp8(framework, c))
                     for (int l = chunk.first; l <= chunk.last; ++l)
                         layerFp8.push_back(
-                            fp8LinearWeightElements(*m_graph, m_layers[static_cast<std::size_t>(l)], c.tp));
+                            keepsModelDtype(static_cast<std::size_t>(l), c)
+                                ? 0.0
+                                : fp8LinearWeightElements(*m_graph, m_layers[static_cast<std::size_t>(l)], c.tp));
                 chunk.shardedDpExposed = shardedDpExposedTime(c, framework, m_params, *m_source, chunk.first,
                                                               layerDense, layerFp8, costs, denseZero, m_graph->dtype);
                 stage.forward += chunk.shardedDpExposed.first;

@@ -107,16 +107,42 @@ ParallelConfig wholeBlocks(ParallelConfig c, bool recomputed)
     return c;
 }
 
+/** `c` with every block's linears in FP8 (fp8 true) or in the model's dtype (false): the two layouts a config with
+    BF16 first and last blocks mixes. */
+ParallelConfig uniformPrecision(ParallelConfig c, bool fp8)
+{
+    c.fp8_linears = fp8;
+    c.fp8_bf16_first_layers = 0;
+    c.fp8_bf16_last_layers = 0;
+    return c;
+}
+
 } // namespace
+
+bool CostModel::keepsModelDtype(std::size_t layer, const ParallelConfig& c) const
+{
+    if (!c.hasFp8Bf16Layers() || layer >= m_blockOrdinal.size() || m_blockOrdinal[layer] < 0)
+        return false;
+    const int ordinal = m_blockOrdinal[layer];
+    return ordinal < c.fp8_bf16_first_layers || ordinal >= m_blockCount - c.fp8_bf16_last_layers;
+}
+
+LayerLayout CostModel::layerLayout(const ParallelConfig& c) const
+{
+    LayerLayout layout = layoutOf(c, frameworkOf(c), groupShape(c, "tp"), groupShape(c, "cp"), m_cluster);
+    layout.overlap_hidden_fraction = m_params.zero3_prefetch_overlap;
+    return layout;
+}
 
 const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c) const
 {
+    if (c.hasFp8Bf16Layers())
+        return layerCost(layer, uniformPrecision(c, !keepsModelDtype(layer, c)));
     if (recomputesBlockIndices(c) && !m_blockIndex.empty()) {
         const std::vector<long long> listed = recomputedBlocks(c);
         return layerCost(layer, wholeBlocks(c, std::binary_search(listed.begin(), listed.end(), m_blockIndex[layer])));
     }
-    LayerLayout layout = layoutOf(c, frameworkOf(c), groupShape(c, "tp"), groupShape(c, "cp"), m_cluster);
-    layout.overlap_hidden_fraction = m_params.zero3_prefetch_overlap;
+    const LayerLayout layout = layerLayout(c);
     const std::size_t representative = m_classRepresentative[static_cast<std::size_t>(m_classOf[layer])];
     std::size_t subject = representative;
     std::string pattern;
@@ -146,6 +172,16 @@ const LayerCost& CostModel::layerCost(std::size_t layer, const ParallelConfig& c
 
 std::vector<const LayerCost*> CostModel::layerCosts(const ParallelConfig& c) const
 {
+    if (c.hasFp8Bf16Layers()) {
+        // Megatron's BF16 first and last blocks (fp8_utils.py is_first_last_bf16_layer) run outside the FP8
+        // autocast: each block costs as in an all-FP8 or an all-BF16 model, sharing those cache entries.
+        std::vector<const LayerCost*> out = layerCosts(uniformPrecision(c, true));
+        const std::vector<const LayerCost*> wide = layerCosts(uniformPrecision(c, false));
+        for (std::size_t l = 0; l < out.size(); ++l)
+            if (keepsModelDtype(l, c))
+                out[l] = wide[l];
+        return out;
+    }
     if (recomputesBlockIndices(c) && !m_blockIndex.empty()) {
         // Whole blocks by index (Megatron's block method): each layer costs as under full recomputation when its
         // index is listed, as without otherwise (what matchedModule gives when no other path component is a

@@ -109,6 +109,17 @@ std::string CostModel::structuralProblem(const ParallelConfig& c, const Workload
                    c.moe_router_imbalance);
     if (c.fp8_linears && m_cluster.device.peak(DType::FP8) <= 0)
         return cat(m_cluster.device.name, " has no FP8 tensor-core rate: turn FP8 linears off");
+    if (c.fp8_bf16_first_layers < 0 || c.fp8_bf16_last_layers < 0)
+        return "the BF16 first and last layers under FP8 are counts of blocks, 0 or more";
+    if (c.hasFp8Bf16Layers() && c.fp8_bf16_first_layers + c.fp8_bf16_last_layers > m_blockCount)
+        return cat("the BF16 first (", c.fp8_bf16_first_layers, ") and last (", c.fp8_bf16_last_layers,
+                   ") layers under FP8 are more than the model's ", m_blockCount, " decoder blocks: lower them");
+    if (c.hasFp8Bf16Layers() && (c.framework == Framework::MegatronCore || c.framework == Framework::NeMo)
+        && std::max(c.fp8_bf16_first_layers, c.fp8_bf16_last_layers) > m_blockCount / c.pp)
+        // megatron/core/transformer/transformer_config.py __post_init__: each count at most num_layers // pp.
+        return cat("Megatron keeps at most num_layers / pp = ", m_blockCount / c.pp,
+                   " BF16 layers at the start and at the end under FP8 (got ", c.fp8_bf16_first_layers, " and ",
+                   c.fp8_bf16_last_layers, "): lower them");
     if (c.zero_stage < 0 || c.zero_stage > 3)
         return cat("ZeRO stage must be 0..3 (got ", c.zero_stage, ")");
     if ((c.dp * c.cp) % c.zero_ngroups)

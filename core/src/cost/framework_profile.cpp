@@ -83,6 +83,7 @@ FrameworkProfile generic()
     p.version = "none (CostParams coefficients)";
     p.moe_a2a_overlap = true; // generic runs whatever a plan asks for
     p.moe_shared_expert_overlap = true;
+    p.fp8_bf16_edge_layers = true;
     return p;
 }
 
@@ -166,6 +167,9 @@ FrameworkProfile megatronCore()
     // SelfAttention's linear_qkv projects to query_projection_size + 2 kv_projection_size in one GEMM, and MLP's
     // linear_fc1 to 2 ffn_hidden_size when gated (megatron/core/transformer/attention.py, mlp.py).
     p.fused_column_gemms = true;
+    // --first-last-layers-bf16 (megatron/core/fp8_utils.py get_fp8_context: is_first_last_bf16_layer blocks run
+    // without the FP8 autocast); transformer_config.py refuses it with the delayed recipe only.
+    p.fp8_bf16_edge_layers = true;
     return p;
 }
 
@@ -543,6 +547,10 @@ std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig
     if (c.fp8_linears && std::find(p.fp8_recipes.begin(), p.fp8_recipes.end(), c.fp8_recipe) == p.fp8_recipes.end())
         return cat(name, " has no ", float8RecipeName(c.fp8_recipe),
                    " FP8 scaling: use the tensorwise recipe, or choose another framework");
+    if (c.hasFp8Bf16Layers() && !p.fp8_bf16_edge_layers)
+        return cat(name,
+                   " runs every FP8 linear of the blocks in FP8: set the BF16 first and last layers to 0, or "
+                   "plan for megatron-core (--first-last-layers-bf16)");
     if (p.framework == Framework::Torchtitan && c.tp_comm_overlap && c.eager_kernels)
         return "torchtitan's async TP needs torch.compile: turn eager kernels off or TP overlap off";
     return releaseRestriction(p, c);

@@ -385,6 +385,11 @@ std::string exportMegatron(Context& context)
         add(args, "--fp8-recipe", "tensorwise");
         context.note("--fp8-format hybrid runs the linear layers in FP8 through Transformer Engine (E4M3 forward, E5M2 "
                      "gradients); the plan costs FP8 GEMMs with dynamic-scaling casts");
+        if (c.hasFp8Bf16Layers()) {
+            add(args, "--first-last-layers-bf16");
+            add(args, "--num-layers-at-start-in-bf16", std::to_string(c.fp8_bf16_first_layers));
+            add(args, "--num-layers-at-end-in-bf16", std::to_string(c.fp8_bf16_last_layers));
+        }
     }
     recomputeArgs(context, args);
     if (c.rank_order != "tp-cp-dp-pp")

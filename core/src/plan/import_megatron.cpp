@@ -537,14 +537,19 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
                 cat("--fp8-recipe ", recipe, " is simulated as tensorwise (current per-tensor) scaling"));
         // megatron/core/fp8_utils.py is_first_last_bf16_layer: the first --num-layers-at-start-in-bf16 and last
         // --num-layers-at-end-in-bf16 layers (1 each, transformer_config.py) skip FP8; Megatron-Bridge's FP8-CS recipe
-        // (mixed_precision.py bf16_with_fp8_current_scaling_mixed) turns it on.
-        if (args.has("--first-last-layers-bf16"))
-            out.warnings.push_back(cat("--first-last-layers-bf16 runs the first ",
-                                       args.integer("--num-layers-at-start-in-bf16", 0, kMaxSize).value_or(1),
-                                       " and last ",
-                                       args.integer("--num-layers-at-end-in-bf16", 0, kMaxSize).value_or(1),
-                                       " decoder layers in BF16; they are simulated in FP8, so those layers run "
-                                       "slower than predicted"));
+        // (mixed_precision.py bf16_with_fp8_current_scaling_mixed) turns it on. transformer_config.py refuses it
+        // under the delayed recipe.
+        if (args.has("--first-last-layers-bf16")) {
+            if (recipe == "delayed")
+                args.failFlag("--first-last-layers-bf16",
+                              "Megatron refuses BF16 first and last layers with delayed scaling (--fp8-recipe "
+                              "delayed, the default): transformer_config.py raises before training",
+                              "add --fp8-recipe tensorwise, or drop --first-last-layers-bf16");
+            c.fp8_bf16_first_layers
+                = static_cast<int>(args.integer("--num-layers-at-start-in-bf16", 0, kMaxLayers).value_or(1));
+            c.fp8_bf16_last_layers
+                = static_cast<int>(args.integer("--num-layers-at-end-in-bf16", 0, kMaxLayers).value_or(1));
+        }
     }
     for (const char* flag : {"--hierarchical-context-parallel-sizes", "--overlap-param-gather-with-optimizer-step",
                              "--distribute-saved-activations", "--no-overlap-p2p-communication"})

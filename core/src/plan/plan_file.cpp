@@ -110,6 +110,11 @@ json configJson(const ParallelConfig& c)
               {"schedule", scheduleName(c.schedule)},
               {"stage_layers", c.stage_layers},
               {"rank_order", c.rank_order}};
+    // Written only when set, so plans without them read as before.
+    if (c.hasFp8Bf16Layers()) {
+        doc["fp8_bf16_first_layers"] = c.fp8_bf16_first_layers;
+        doc["fp8_bf16_last_layers"] = c.fp8_bf16_last_layers;
+    }
     // The release the plan is for, when one was named (exports write the framework's current line otherwise).
     if (!c.framework_version.empty())
         doc["framework_version"] = c.framework_version;

@@ -122,6 +122,8 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
             f.fail("fp8_recipe", cat("unknown FP8 recipe '", *recipe, "'"), "use tensorwise or rowwise");
         c.fp8_recipe = *parsed;
     }
+    c.fp8_bf16_first_layers = f.has("fp8_bf16_first_layers") ? intField(f, "fp8_bf16_first_layers", 0, kMaxLayers) : 0;
+    c.fp8_bf16_last_layers = f.has("fp8_bf16_last_layers") ? intField(f, "fp8_bf16_last_layers", 0, kMaxLayers) : 0;
     c.eager_kernels = f.boolean("eager_kernels", false);
     if (const auto framework = f.optString("framework")) { // absent in older plans: generic
         const auto parsed = parseFramework(*framework);

@@ -323,6 +323,8 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     c.moe_router_imbalance = config.moe_router_imbalance;
                                     c.fp8_linears = config.fp8_linears;
                                     c.fp8_recipe = config.fp8_recipe;
+                                    c.fp8_bf16_first_layers = config.fp8_bf16_first_layers;
+                                    c.fp8_bf16_last_layers = config.fp8_bf16_last_layers;
                                     c.eager_kernels = config.eager_kernels;
                                     c.recompute = recompute;
                                     c.recompute_modules = space.recompute_modules;

@@ -205,6 +205,8 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"moe_router_imbalance", c.moe_router_imbalance},
                  {"fp8_linears", c.fp8_linears},
                  {"fp8_recipe", float8RecipeName(c.fp8_recipe)},
+                 {"fp8_bf16_first_layers", c.fp8_bf16_first_layers},
+                 {"fp8_bf16_last_layers", c.fp8_bf16_last_layers},
                  {"eager_kernels", c.eager_kernels},
                  {"layer_num", c.layer_num},
                  {"framework", frameworkName(c.framework)},

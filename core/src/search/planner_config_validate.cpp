@@ -92,6 +92,9 @@ void validateFramework(const PlannerConfig& c, std::string_view origin)
     if (c.fp8_linears && std::find(p.fp8_recipes.begin(), p.fp8_recipes.end(), c.fp8_recipe) == p.fp8_recipes.end())
         fail(origin, "fp8_recipe", cat(name, " has no ", float8RecipeName(c.fp8_recipe), " FP8 scaling"),
              cat("use \"tensorwise\", ", kOtherFramework));
+    if (c.fp8_linears && (c.fp8_bf16_first_layers > 0 || c.fp8_bf16_last_layers > 0) && !p.fp8_bf16_edge_layers)
+        fail(origin, c.fp8_bf16_first_layers > 0 ? "fp8_bf16_first_layers" : "fp8_bf16_last_layers",
+             cat(name, " runs every block's linears in FP8"), cat("set it to 0, ", kOtherFramework));
     if (c.moe_a2a_overlap && !p.moe_a2a_overlap)
         fail(origin, "moe_a2a_overlap", cat(name, " does not overlap expert all-to-alls with compute"),
              cat("set it to false, ", kOtherFramework));

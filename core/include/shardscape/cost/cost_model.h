@@ -176,6 +176,9 @@ public:
     /** Cost of one layer under a config (cached per identical layer and layout). */
     const LayerCost& layerCost(std::size_t layer, const ParallelConfig& config) const;
 
+    /** The layout a config's layers are costed under: its groups and every term its framework profile sets. */
+    LayerLayout layerLayout(const ParallelConfig& config) const;
+
     /**
      * Per layer, the index its module path ends in ("model.layers.7" -> 7) for decoder blocks and -1 for the
      * others: what recomputing a block by index ("7", recomputesBlockIndices) matches. Empty when an index could
@@ -215,6 +218,10 @@ private:
     std::vector<int> m_classOf; ///< layer -> index of its class of identical layers
     std::vector<std::size_t> m_classRepresentative; ///< class -> first layer of the class
     std::vector<long long> m_blockIndex; ///< blockIndices()
+    std::vector<int> m_blockOrdinal; ///< per layer, its place among the decoder blocks (0-based), or -1
+    int m_blockCount = 0; ///< decoder blocks in the model
+    /** Whether `layer` is one of the blocks config.fp8_bf16_first_layers / _last_layers keep in the model's dtype. */
+    bool keepsModelDtype(std::size_t layer, const ParallelConfig& config) const;
 
     struct Assembly;
     /** Stage costs, static memory and chunk bookkeeping shared by evaluate() and estimate(). */

@@ -222,6 +222,8 @@ struct FrameworkProfile
     /** The linears that read one input are one GEMM: Q, K and V as one query-key-value projection, gate and up as
         one. A model graph lists them apart; the framework's GEMM has their summed width. */
     bool fused_column_gemms = false;
+    /** It can keep the first and last decoder blocks out of FP8 (ParallelConfig::fp8_bf16_first_layers). */
+    bool fp8_bf16_edge_layers = false;
     /** A column-parallel linear's backward launches its TP collectives asynchronously beside its own GEMMs: the
         input gradient's all-reduce (reduce-scatter under SP) runs under the weight-gradient GEMM, and under SP the
         re-gather of the saved (sharded) input runs under the input-gradient GEMM. Otherwise the backward waits for

@@ -79,6 +79,14 @@ struct ParallelConfig
     bool fp8_linears = false;
     /** Their scaling recipe (only read when fp8_linears is on). */
     Float8Recipe fp8_recipe = Float8Recipe::Tensorwise;
+    /** Decoder blocks at the start and at the end of the model whose linears stay in the model's dtype under
+        fp8_linears (Megatron's --first-last-layers-bf16 with --num-layers-at-start-in-bf16 and
+        --num-layers-at-end-in-bf16; Megatron-Bridge's FP8 current-scaling recipe keeps 1 and 1). Counted over the
+        whole model, as megatron/core/fp8_utils.py is_first_last_bf16_layer does with the global layer number. */
+    int fp8_bf16_first_layers = 0;
+    int fp8_bf16_last_layers = 0;
+    /** Whether fp8_linears leaves some blocks in the model's dtype. */
+    bool hasFp8Bf16Layers() const { return fp8_linears && (fp8_bf16_first_layers > 0 || fp8_bf16_last_layers > 0); }
     /** Eager PyTorch (no torch.compile): RMSNorm, rotary embedding and SwiGLU run as chains of unfused kernels,
         several of them in fp32, instead of one fused kernel each (torch.compile, Megatron/Transformer Engine). */
     bool eager_kernels = false;

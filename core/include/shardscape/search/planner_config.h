@@ -106,6 +106,9 @@ struct PlannerConfig
     double moe_router_imbalance = 1;
     bool fp8_linears = false;
     Float8Recipe fp8_recipe = Float8Recipe::Tensorwise; ///< "fp8_recipe": tensorwise | rowwise
+    /** "fp8_bf16_first_layers" / "fp8_bf16_last_layers": blocks kept in BF16 under FP8 (ParallelConfig). */
+    int fp8_bf16_first_layers = 0;
+    int fp8_bf16_last_layers = 0;
     bool eager_kernels = false;
     /** Not an AutoDist key: the training framework the plan is for ("framework" in JSON: generic, megatron-core,
         nemo, torchtitan, deepspeed, composer). It sets the memory terms of every candidate and bounds the search to
