@@ -512,6 +512,12 @@ inline Case makeCase(const nlohmann::json& row)
         c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
         c.framework_profile->compiles_loss = false;
     }
+    if (c.series == "torchtitan_benchmark_h100_2024_12" || c.series == "torchtitan_trainy_h200_2025_06") {
+        // Both commits (9dec370, e7c0cae) predate pytorch/torchtitan#1094: the root FSDP unit held the embedding
+        // with the norm and output and stayed gathered, as did the last block (FrameworkProfile).
+        c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
+        c.framework_profile->fsdp_root_keeps_embedding = true;
+    }
     if (rules->megatron_sync_tp_backward) {
         c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
         c.framework_profile->tp_backward_comm_async = false;

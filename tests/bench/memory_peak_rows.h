@@ -305,6 +305,11 @@ inline PeakCase makePeakCase(const nlohmann::json& row)
         c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
         c.framework_profile->op_sac_caches_attention = environment["op_sac_caches_attention"].get<bool>();
     }
+    // The run's torchtitan predates pytorch/torchtitan#1094: its root FSDP unit held the embedding and stayed gathered.
+    if (environment.contains("fsdp_root_keeps_embedding") && environment["fsdp_root_keeps_embedding"].is_boolean()) {
+        c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));
+        c.framework_profile->fsdp_root_keeps_embedding = environment["fsdp_root_keeps_embedding"].get<bool>();
+    }
     c.simulable = true;
     return out;
 }

@@ -810,6 +810,47 @@ private Q_SLOTS:
         QCOMPARE(gatheredFull, shardFull);
     }
 
+    void torchtitanBeforeRootSplitKeepsTheEmbeddingGathered()
+    {
+        // Before pytorch/torchtitan#1094 the root FSDP unit held the embedding with the norm and output, and FSDP2
+        // never reshards the root after forward; the last block stayed gathered too. At the step's peak each rank
+        // then holds, beyond today's gathered norm and output, the whole bf16 embedding and one block: 2 B each.
+        const auto graph = presetGraph("llama3-8b", 4096);
+        Cluster cluster = h100Node();
+        CostModel today(graph, cluster);
+        CostModel before(graph, cluster);
+        FrameworkProfile old = frameworkProfile(Framework::Torchtitan);
+        old.fsdp_root_keeps_embedding = true;
+        before.overrideFrameworkProfile(old);
+        ParallelConfig c;
+        c.framework = Framework::Torchtitan;
+        c.dp = 8;
+        c.zero_stage = 3;
+        c.micro_batch = 1;
+        c.recompute = RecomputeKind::Full;
+        Workload w;
+        w.global_batch = 8;
+        w.seq_len = 4096;
+        const Evaluation a = today.evaluate(c, w);
+        const Evaluation b = before.evaluate(c, w);
+        const auto& t = *graph->transformer;
+        const double embedding = static_cast<double>(t.vocab) * t.hidden;
+        // q and o h x h, k and v h x (h kv / heads), three MLP matrices, two RMSNorm weights.
+        const double block = 2.0 * t.hidden * t.hidden * (1 + static_cast<double>(t.num_kv_heads) / t.num_heads)
+            + 3.0 * t.hidden * t.ffn_hidden + 2.0 * t.hidden;
+        const double expected = 2 * (embedding + block);
+        const double grew = b.stages.front().memory.allocated() - a.stages.front().memory.allocated();
+        QVERIFY2(relativeError(grew, expected) < 1e-9,
+                 qPrintable(QString("%1 GB vs %2 GB").arg(grew / 1e9).arg(expected / 1e9)));
+        // Under pipeline parallelism torchtitan keeps every unit gathered anyway: nothing changes.
+        c.dp = 4;
+        c.pp = 2;
+        c.num_microbatches = 2;
+        w.global_batch = 8;
+        QCOMPARE(before.evaluate(c, w).stages.front().memory.allocated(),
+                 today.evaluate(c, w).stages.front().memory.allocated());
+    }
+
     void torchtitanCompiledLossKeepsTheLogits()
     {
         // torchtitan compiles the loss with the model (build_cross_entropy_loss): Inductor saves the 16-bit logits

@@ -271,6 +271,22 @@ CostModel::CostModel(std::shared_ptr<const ModelGraph> graph, Cluster cluster, C
     }
 }
 
+double CostModel::retainedParams(int first, int last, const ParallelConfig& c, const FrameworkProfile& f) const
+{
+    if (last < first)
+        return 0;
+    if (!f.fsdp_root_keeps_embedding)
+        return spanParams(last, last, c).dense;
+    // The span less its blocks counts a tied embedding once; the last block is added back.
+    double blocks = 0, lastBlock = 0;
+    for (int l = first; l <= last; ++l)
+        if (m_layers[static_cast<std::size_t>(l)].kind == LayerKind::Block) {
+            lastBlock = spanParams(l, l, c).dense;
+            blocks += lastBlock;
+        }
+    return spanParams(first, last, c).dense - blocks + lastBlock;
+}
+
 LayerParams CostModel::spanParams(int first, int last, const ParallelConfig& c) const
 {
     LayerParams p;
@@ -582,7 +598,8 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
                                shardedDpLayerPeakBytes(framework, c, layerDense[i], neighbour, working, weightBytes));
             }
             if (n > 0)
-                chunk.shardedDpLayerPeak += retainedGatherBytes(framework, c, layerDense.back(), weightBytes);
+                chunk.shardedDpLayerPeak += retainedGatherBytes(
+                    framework, c, retainedParams(chunk.first, chunk.last, c, framework), weightBytes);
         }
         stage.static_bytes = chunk.weights + chunk.gradients + chunk.optimizer;
         if (fp32GradBuffers) {

@@ -167,7 +167,7 @@ CostModel::LayerProfile CostModel::layerProfile(const ParallelConfig& c) const
     const FrameworkProfile& framework = frameworkOf(c);
     const bool perModule = perModuleShardedPeak(framework, c);
     const int lastLayer = static_cast<int>(m_layers.size()) - 1;
-    const double lastParams = perModule && lastLayer >= 0 ? spanParams(lastLayer, lastLayer, c).dense : 0;
+    const double retained = perModule ? retainedParams(0, lastLayer, c, framework) : 0;
     // As CostModel::assemble: the neighbour gathered ahead is the layer before (the first layer's: the one after).
     double neighbourParams = perModule && m_layers.size() > 1 ? spanParams(1, 1, c).dense : 0;
     for (std::size_t l = 0; l < m_layers.size(); ++l) {
@@ -179,7 +179,7 @@ CostModel::LayerProfile CostModel::layerProfile(const ParallelConfig& c) const
         profile.stash_bytes.push_back(lc.activation_bytes);
         const double beside = perModule
             ? shardedDpLayerPeakBytes(framework, c, p.dense, neighbourParams, lc.working_bytes, weightBytes)
-                + retainedGatherBytes(framework, c, lastParams, weightBytes)
+                + retainedGatherBytes(framework, c, retained, weightBytes)
             : lc.working_bytes + shardedDpWorkingBytes(framework, c, p.dense, weightBytes);
         neighbourParams = p.dense;
         profile.transient_bytes.push_back(m_params.transient_mem_coef * lc.largest_activation_bytes + beside);

@@ -113,10 +113,10 @@ double shardedDpLayerPeakBytes(const FrameworkProfile& f, const ParallelConfig& 
     return live + std::max(layerWorking, f.zero3_unsharded_grad_bytes * layerParams);
 }
 
-double retainedGatherBytes(const FrameworkProfile& f, const ParallelConfig& c, double lastLayerParams,
+double retainedGatherBytes(const FrameworkProfile& f, const ParallelConfig& c, double retainedParams,
                            double weightBytes)
 {
-    return f.keeps_last_forward_gather && !keepsUnshardedCopies(f, c) ? lastLayerParams * weightBytes : 0;
+    return f.keeps_last_forward_gather && !keepsUnshardedCopies(f, c) ? retainedParams * weightBytes : 0;
 }
 
 double runtimeBytes(const FrameworkProfile& f, const CostParams& params, const ParallelConfig& c)

@@ -73,9 +73,9 @@ bool perModuleShardedPeak(const FrameworkProfile& profile, const ParallelConfig&
  */
 double shardedDpLayerPeakBytes(const FrameworkProfile& profile, const ParallelConfig& c, double layerParams,
                                double neighbourParams, double layerWorking, double weightBytes);
-/** The gathered bytes FSDP2 keeps from the forward's last all-gather (FrameworkProfile::keeps_last_forward_gather):
-    `lastLayerParams` (dense elements per rank) of the module gathered last. */
-double retainedGatherBytes(const FrameworkProfile& profile, const ParallelConfig& c, double lastLayerParams,
+/** The gathered bytes FSDP2 keeps from the forward into the backward (FrameworkProfile::keeps_last_forward_gather):
+    `retainedParams` (dense elements per rank) of the modules it does not reshard (CostModel's retainedParams). */
+double retainedGatherBytes(const FrameworkProfile& profile, const ParallelConfig& c, double retainedParams,
                            double weightBytes);
 
 /** Memory outside the tensors: CUDA context, NCCL buffers, cuBLAS workspaces; Generic: CostParams' reserve. */

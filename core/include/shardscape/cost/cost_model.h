@@ -243,6 +243,10 @@ private:
     std::vector<LayerParamParts> m_paramParts;
     /** paramsPerDevice of layers [first, last] (the same figures, from m_paramParts). */
     LayerParams spanParams(int first, int last, const ParallelConfig& config) const;
+    /** Dense elements per rank of the layers first..last that FSDP2 keeps gathered from the forward into the
+        backward: the last one (the module gathered last), and under FrameworkProfile::fsdp_root_keeps_embedding
+        the layers outside the blocks and the last block. */
+    double retainedParams(int first, int last, const ParallelConfig& config, const FrameworkProfile& framework) const;
     double m_flopsPerToken = 0;
 
     mutable std::mutex m_cacheMutex;

@@ -100,6 +100,13 @@ struct FrameworkProfile
         (FSDPParamGroup.wait_for_unshard stores it in comm_ctx.all_gather_state to overlap that copy-out with the
         next gather), so the last module's gathered bytes stay allocated through the whole backward. */
     bool keeps_last_forward_gather = false;
+    /** torchtitan before pytorch/torchtitan#1094 (83e694105, 2025-07-28): apply_fsdp left the embedding, the final
+        norm and the output to the root unit (fully_shard(model)), which FSDP2 never reshards after forward
+        (_fsdp_state.py _lazy_init: the root's post_forward_mesh_info = None), and kept the last block gathered
+        (reshard_after_forward = layer_id < n_layers - 1). Both stay unsharded from the forward to their backward,
+        beside the kept gather. From #1094 on the embedding is its own unit, resharded after forward, and only the
+        norm and output stay gathered. */
+    bool fsdp_root_keeps_embedding = false;
     /** With tensorwise float8 linears under FSDP, the linears' sharded weights are cast to float8 before the
         all-gather, which then moves 1 byte per element (torchao's enable_fsdp_float8_all_gather, which the
         torchtitan export turns on for such plans: torchtitan/components/quantization/float8.py). */
