@@ -548,6 +548,61 @@ private Q_SLOTS:
             QCOMPARE(e.config.recompute, RecomputeKind::Full);
     }
 
+    void torchtitanLayerSacFillsTheGapForItsRelease()
+    {
+        // torchtitan v0.2 checkpoints every k-th block of a rank (selective_ac_option = "k"); main has per-op SAC
+        // only. Llama 3 8B at seq 16384 on 8 H100s under FSDP: none does not fit, full runs every block twice; the
+        // planner takes the largest k that fits (floor(32 / k) blocks checkpointed).
+        const Problem problem = problemFor("llama3-8b", 1, 16, 16384);
+        PlannerConfig config;
+        config.framework = Framework::Torchtitan;
+        config.framework_version = "v0.2";
+        config.locks.tp = {1};
+        config.locks.pp = {1};
+        config.locks.cp = {1};
+        config.locks.micro_batch = {1};
+        config.locks.zero = {3};
+        QuietProgress progress;
+        const PlanResult r = plan(problem, config, progress);
+        QVERIFY(!r.top.empty());
+        const Evaluation& chosen = r.top.front();
+        QCOMPARE(chosen.config.recompute, RecomputeKind::Modules);
+        const auto& blocks = chosen.config.recompute_modules;
+        const int n = static_cast<int>(blocks.size());
+        QVERIFY2(n >= 1 && n < 32, chosen.config.describe().c_str());
+        const int k = std::stoi(blocks.front()) + 1;
+        QCOMPARE(n, 32 / k);
+        for (int i = 0; i < n; ++i)
+            QCOMPARE(blocks[static_cast<std::size_t>(i)], std::to_string((i + 1) * k - 1));
+        QCOMPARE(recomputeLabel(chosen.config), cat("1 in ", k, " blocks"));
+        QVERIFY(std::any_of(progress.lines.begin(), progress.lines.end(), [](const std::string& l) {
+            return startsWith(l, "partial recomputation : ") && l.find("selective_ac_option") != std::string::npos;
+        }));
+        // k fits and the next k that checkpoints fewer blocks does not; none does not.
+        const auto& model = *r.model;
+        Workload workload;
+        workload.global_batch = problem.global_batch;
+        workload.seq_len = 16384;
+        workload.memory_limit_bytes = problem.cluster.device.memory_bytes;
+        QCOMPARE(chosen.oom_risk, OomRisk::Fits);
+        ParallelConfig sparser = chosen.config;
+        sparser.recompute_modules.clear();
+        for (int next = k + 1; next <= 32 && sparser.recompute_modules.empty(); ++next)
+            if (32 / next < n)
+                for (int i = 1; i * next <= 32; ++i)
+                    sparser.recompute_modules.push_back(std::to_string(i * next - 1));
+        if (!sparser.recompute_modules.empty())
+            QVERIFY(model.estimate(sparser, workload).oom_risk != OomRisk::Fits);
+        ParallelConfig none = chosen.config;
+        none.recompute = RecomputeKind::None;
+        none.recompute_modules.clear();
+        QVERIFY(model.estimate(none, workload).oom_risk != OomRisk::Fits);
+        // torchtitan main cannot run it: the same search keeps to none, per-op or full.
+        config.framework_version = "main";
+        for (const auto& e : plan(problem, config, progress).top)
+            QVERIFY2(e.config.recompute != RecomputeKind::Modules, e.config.describe().c_str());
+    }
+
     void frameworkSpecificRules()
     {
         const Problem problem = problemFor("llama2-7b", 2, 64, 2048);

@@ -1,10 +1,86 @@
 // SPDX-License-Identifier: MIT
 #include "partial_recompute.h"
 
+#include "../plan/import_helpers.h"
+
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace shardscape::search_detail {
+
+namespace {
+
+/** Blocks of each model chunk (LayerKind::Block layers of chunkLayers' spans, in layer order). */
+std::vector<int> blocksPerChunk(const CostModel& model, const std::vector<int>& chunkLayers)
+{
+    std::vector<int> out;
+    std::size_t next = 0;
+    for (const int count : chunkLayers) {
+        int blocks = 0;
+        for (int i = 0; i < count && next < model.layers().size(); ++i, ++next)
+            blocks += model.layers()[next].kind == LayerKind::Block ? 1 : 0;
+        out.push_back(blocks);
+    }
+    return out;
+}
+
+} // namespace
+
+std::optional<Evaluation> sparsestLayerSac(const Context& ctx, const Evaluation& full)
+{
+    const ParallelConfig& base = full.config;
+    if (!full.feasible || base.recompute != RecomputeKind::Full || ctx.model.blockIndices().empty())
+        return std::nullopt;
+    const std::vector<int> stageBlocks = blocksPerChunk(ctx.model, full.chunkLayers());
+    // Block positions in layer order -> their module indices (what recompute_modules names).
+    std::vector<long long> indexOf;
+    for (const long long index : ctx.model.blockIndices())
+        if (index >= 0)
+            indexOf.push_back(index);
+    const int total = std::accumulate(stageBlocks.begin(), stageBlocks.end(), 0);
+    if (total != static_cast<int>(indexOf.size()) || total < 2)
+        return std::nullopt;
+    // The most blocks one rank counts: a k beyond it checkpoints none.
+    const int pp = std::max(1, base.pp);
+    std::vector<int> perRank(static_cast<std::size_t>(pp), 0);
+    const bool vShaped = isVShaped(base.schedule);
+    for (std::size_t s = 0; s < stageBlocks.size(); ++s) {
+        const auto stage = static_cast<int>(s);
+        const int rank = vShaped && static_cast<int>(stageBlocks.size()) == 2 * pp ? std::min(stage, 2 * pp - 1 - stage)
+                                                                                   : stage % pp;
+        perRank[static_cast<std::size_t>(rank)] += stageBlocks[s];
+    }
+    const int most = *std::max_element(perRank.begin(), perRank.end());
+    if (most < 2)
+        return std::nullopt;
+    const auto at = [&](int k) {
+        ParallelConfig c = base;
+        c.recompute = RecomputeKind::Modules;
+        c.recompute_modules.clear();
+        for (const auto& position : importing::torchtitanLayerSac(stageBlocks, pp, vShaped, k))
+            c.recompute_modules.push_back(std::to_string(indexOf[static_cast<std::size_t>(std::stoi(position))]));
+        return ctx.model.estimate(c, ctx.workload);
+    };
+    const bool wantFits = full.oom_risk == OomRisk::Fits;
+    const auto fits = [&](const Evaluation& e) { return e.feasible && (!wantFits || e.oom_risk == OomRisk::Fits); };
+    // k = 1 is full recomputation (fits), k = most + 1 checkpoints nothing: the largest k that still fits, by
+    // bisection (the checkpointed count, the sum of floor(blocks / k) over a rank's stages, falls with k).
+    int lo = 1;
+    int hi = most + 1;
+    std::optional<Evaluation> best;
+    while (hi - lo > 1) {
+        const int k = lo + (hi - lo) / 2;
+        Evaluation e = at(k);
+        if (fits(e)) {
+            lo = k;
+            best = std::move(e);
+        } else {
+            hi = k;
+        }
+    }
+    return lo > 1 ? best : std::nullopt;
+}
 
 std::optional<Evaluation> fewestRecomputedBlocks(const Context& ctx, const Evaluation& full)
 {

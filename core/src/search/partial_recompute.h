@@ -18,4 +18,12 @@ namespace shardscape::search_detail {
  */
 std::optional<Evaluation> fewestRecomputedBlocks(const Context& ctx, const Evaluation& full);
 
+/**
+ * torchtitan v0.2's layer-wise selective AC (activation_checkpoint.selective_ac_option = "k":
+ * torchtitan/distributed/activation_checkpoint.py _apply_layer_sac checkpoints a block when the rank's running
+ * block count is a multiple of k), searched from a configuration that fits with full recomputation: the largest k
+ * (the fewest checkpointed blocks) with which it still fits as well. nullopt when only full recomputation fits.
+ */
+std::optional<Evaluation> sparsestLayerSac(const Context& ctx, const Evaluation& full);
+
 } // namespace shardscape::search_detail

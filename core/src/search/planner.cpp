@@ -126,7 +126,11 @@ std::size_t addPartialRecompute(const Context& ctx, const SearchSpace& space,
     const auto has = [&](RecomputeKind kind) {
         return std::find(space.recompute.begin(), space.recompute.end(), kind) != space.recompute.end();
     };
-    if (!frameworkProfile(ctx.config.framework).block_recompute || !has(RecomputeKind::None)
+    // Megatron's first blocks of each chunk, or torchtitan v0.2's every k-th block (main has per-op SAC only).
+    const bool layerSac = ctx.config.framework == Framework::Torchtitan
+        && resolveFrameworkVersion(Framework::Torchtitan, ctx.config.framework_version).value_or("") == "v0.2"
+        && !ctx.config.framework_version.empty();
+    if ((!frameworkProfile(ctx.config.framework).block_recompute && !layerSac) || !has(RecomputeKind::None)
         || !has(RecomputeKind::Full))
         return 0;
     if (ctx.model.blockIndices().empty())
@@ -172,7 +176,8 @@ std::size_t addPartialRecompute(const Context& ctx, const SearchSpace& space,
             for (std::size_t k = range.begin(); k != range.end(); ++k) {
                 if (stop.stop_requested())
                     return;
-                found[k] = fewestRecomputedBlocks(ctx, scored[seeds[k]].estimate);
+                found[k] = layerSac ? sparsestLayerSac(ctx, scored[seeds[k]].estimate)
+                                    : fewestRecomputedBlocks(ctx, scored[seeds[k]].estimate);
             }
         });
     });
@@ -352,8 +357,11 @@ PlanResult searchPlans(const Problem& problem, const PlannerConfig& config, Prog
     result.counts.candidates_total += partial;
     if (partial > 0)
         log(cat("partial recomputation : ", partial,
-                " candidates that fit only with full recomputation fit with the first blocks of each chunk "
-                "recomputed (Megatron's --recompute-method block)"));
+                config.framework == Framework::Torchtitan
+                    ? " candidates that fit only with full recomputation fit with every k-th block checkpointed "
+                      "(torchtitan v0.2's selective_ac_option = \"k\")"
+                    : " candidates that fit only with full recomputation fit with the first blocks of each chunk "
+                      "recomputed (Megatron's --recompute-method block)"));
 
     std::vector<const Scored*> feasible;
     std::vector<const Scored*> infeasible;
