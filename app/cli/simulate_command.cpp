@@ -134,6 +134,7 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     o.fp8_recipe = std::string(float8RecipeName(c.fp8_recipe));
     o.fp8_bf16_first_layers = c.fp8_bf16_first_layers;
     o.fp8_bf16_last_layers = c.fp8_bf16_last_layers;
+    o.grad_reduce_bf16 = c.grad_reduce_bf16;
     o.eager_kernels = c.eager_kernels;
     if (o.framework.empty()) // --framework overrides the file's
         o.framework = std::string(frameworkName(c.framework));
@@ -258,6 +259,7 @@ int runSimulate(const SimulateOptions& given)
                          "add --fp8, or leave them out");
     config.fp8_bf16_first_layers = o.fp8_bf16_first_layers;
     config.fp8_bf16_last_layers = o.fp8_bf16_last_layers;
+    config.grad_reduce_bf16 = o.grad_reduce_bf16;
     config.eager_kernels = o.eager_kernels;
     config.framework = o.framework.empty() ? Framework::Generic : frameworkFromOption(o.framework);
     if (!o.framework_version.empty()) {
@@ -436,6 +438,10 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
                                             "with --fp8: the last N decoder blocks keep their linears in BF16 "
                                             "(Megatron --num-layers-at-end-in-bf16 N)")
                                 ->check(CLI::Range(0, 1000000)));
+    configuration.push_back(cmd->add_flag("--grad-reduce-bf16", o->grad_reduce_bf16,
+                                          "accumulate and reduce gradients in the model's 16-bit dtype instead of "
+                                          "fp32 (Megatron --grad-reduce-in-bf16): half the gradient buffers and "
+                                          "traffic"));
     configuration.push_back(cmd->add_flag("--eager", o->eager_kernels,
                                           "eager PyTorch without torch.compile: unfused RMSNorm, rotary and SwiGLU "
                                           "kernels"));

@@ -42,6 +42,7 @@ struct SimulateOptions
     std::string fp8_recipe = "tensorwise";
     int fp8_bf16_first_layers = 0;
     int fp8_bf16_last_layers = 0;
+    bool grad_reduce_bf16 = false;
     bool eager_kernels = false;
     std::string schedule = "1f1b";
     std::int64_t seq_len = 0;

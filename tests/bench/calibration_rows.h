@@ -693,6 +693,10 @@ inline Case makeCase(const nlohmann::json& row)
         // (src/megatron/bridge/recipes/llama/llama3.py at 97ad8cc6: tp_comm_overlap=True with the
         // userbuffers_*_h100_* configs; scripts/performance/configs/llama/llama3_llm_pretrain.py keeps them).
         p.tp_comm_overlap = p.sequence_parallel;
+        // The release's performance scripts reduce gradients in bf16 (Megatron-Bridge v0.2.0
+        // scripts/performance/configs/llama3/llama3_llm_pretrain.py set_llama3_common_configs and llama31/
+        // llama31_llm_pretrain.py set_llama31_common_configs: ddp.grad_reduce_in_fp32 = False).
+        p.grad_reduce_bf16 = true;
     }
     c.simulable = true;
     return c;

@@ -1958,6 +1958,53 @@ private Q_SLOTS:
                     .contains("set the BF16 first and last layers to 0"));
     }
 
+    void gradReduceInBf16HalvesTheGradientBuffers()
+    {
+        // Megatron's --grad-reduce-in-bf16: the grad buffers take the parameters' dtype (param_and_grad_buffer.py
+        // group_params_for_buffers), so under the distributed optimizer each rank's whole-model gradient buffer holds
+        // 2 B per parameter instead of 4, and the reduce-scatter moves half the bytes.
+        const auto graph = presetGraph("llama2-7b", 2048);
+        Cluster cluster = h100Node();
+        cluster.nodes = 2;
+        const CostModel model(graph, cluster);
+        ParallelConfig fp32;
+        fp32.framework = Framework::MegatronCore;
+        fp32.dp = 16;
+        fp32.zero_stage = 1;
+        fp32.num_microbatches = 2;
+        ParallelConfig bf16 = fp32;
+        bf16.grad_reduce_bf16 = true;
+        Workload w;
+        w.global_batch = 32;
+        w.seq_len = 2048;
+        const Evaluation a = model.evaluate(fp32, w);
+        const Evaluation b = model.evaluate(bf16, w);
+        double params = 0;
+        for (const auto& layer : model.layers())
+            params += layer.params;
+        QVERIFY(relativeError(a.stages.front().memory.gradients, 4 * params) < 1e-9);
+        QVERIFY(relativeError(b.stages.front().memory.gradients, 2 * params) < 1e-9);
+        QCOMPARE(b.stages.front().memory.weights, a.stages.front().memory.weights);
+        QCOMPARE(b.stages.front().memory.optimizer, a.stages.front().memory.optimizer);
+        // Megatron-FSDP's sharded main grads: 2 B per parameter over the 16 ranks instead of 4.
+        ParallelConfig fsdp = bf16;
+        fsdp.zero_stage = 3;
+        ParallelConfig fsdp32 = fsdp;
+        fsdp32.grad_reduce_bf16 = false;
+        QVERIFY(relativeError(model.evaluate(fsdp, w).stages.front().memory.gradients, 2 * params / 16) < 1e-9);
+        QVERIFY(relativeError(model.evaluate(fsdp32, w).stages.front().memory.gradients, 4 * params / 16) < 1e-9);
+        // torchtitan's mixed_precision_reduce takes only "float32" (v0.2 job_config.py); DeepSpeed reduces bf16
+        // already.
+        bf16.framework = Framework::Torchtitan;
+        bf16.zero_stage = 3;
+        QVERIFY(QString::fromStdString(frameworkRestriction(frameworkProfile(Framework::Torchtitan), bf16))
+                    .contains("reduces gradients in fp32 only"));
+        bf16.zero_stage = 1;
+        bf16.framework = Framework::DeepSpeed;
+        QVERIFY(QString::fromStdString(frameworkRestriction(frameworkProfile(Framework::DeepSpeed), bf16))
+                    .contains("reduces bf16 gradients already"));
+    }
+
     void modelFlopsAreThreeForwardPasses()
     {
         BuildOptions options;

@@ -75,7 +75,8 @@ bool sameConfig(const ParallelConfig& a, const ParallelConfig& b)
         && a.zero_ngroups == b.zero_ngroups && a.sequence_parallel == b.sequence_parallel && a.recompute == b.recompute
         && a.recompute_modules == b.recompute_modules && a.schedule == b.schedule && a.stage_layers == b.stage_layers
         && a.rank_order == b.rank_order && a.framework == b.framework && a.fp8_linears == b.fp8_linears
-        && a.fp8_bf16_first_layers == b.fp8_bf16_first_layers && a.fp8_bf16_last_layers == b.fp8_bf16_last_layers;
+        && a.fp8_bf16_first_layers == b.fp8_bf16_first_layers && a.fp8_bf16_last_layers == b.fp8_bf16_last_layers
+        && a.grad_reduce_bf16 == b.grad_reduce_bf16;
 }
 
 /** The configurations the round trip covers: every field of ParallelConfig away from its default somewhere. */
@@ -142,7 +143,8 @@ std::map<std::string, ParallelConfig> sampleConfigs()
     edges.fp8_linears = true;
     edges.fp8_bf16_first_layers = 1;
     edges.fp8_bf16_last_layers = 2;
-    out["megatron-core fp8 bf16 first and last"] = edges;
+    edges.grad_reduce_bf16 = true;
+    out["megatron-core fp8 bf16 first and last, bf16 reduce"] = edges;
 
     ParallelConfig titan = cp;
     titan.framework = Framework::Torchtitan;

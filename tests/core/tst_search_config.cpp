@@ -57,10 +57,11 @@ bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
         && a.moe_shared_expert_overlap == b.moe_shared_expert_overlap && a.moe_capacity_factor == b.moe_capacity_factor
         && a.moe_router_imbalance == b.moe_router_imbalance && a.fp8_linears == b.fp8_linears
         && a.fp8_recipe == b.fp8_recipe && a.fp8_bf16_first_layers == b.fp8_bf16_first_layers
-        && a.fp8_bf16_last_layers == b.fp8_bf16_last_layers && a.eager_kernels == b.eager_kernels
-        && a.framework == b.framework && a.min_memory_headroom == b.min_memory_headroom && a.input_len == b.input_len
-        && a.output_len == b.output_len && a.concurrency == b.concurrency && a.weight_dtype == b.weight_dtype
-        && a.kv_cache_dtype == b.kv_cache_dtype && a.max_ttft_ms == b.max_ttft_ms && a.max_tpot_ms == b.max_tpot_ms
+        && a.fp8_bf16_last_layers == b.fp8_bf16_last_layers && a.grad_reduce_bf16 == b.grad_reduce_bf16
+        && a.eager_kernels == b.eager_kernels && a.framework == b.framework
+        && a.min_memory_headroom == b.min_memory_headroom && a.input_len == b.input_len && a.output_len == b.output_len
+        && a.concurrency == b.concurrency && a.weight_dtype == b.weight_dtype && a.kv_cache_dtype == b.kv_cache_dtype
+        && a.max_ttft_ms == b.max_ttft_ms && a.max_tpot_ms == b.max_tpot_ms
         && a.serving_framework == b.serving_framework && a.memory_fraction == b.memory_fraction;
 }
 
@@ -104,10 +105,11 @@ PlannerConfig unusualConfig()
     c.method = PlanMethod::PipeShard;
     c.max_cp = 4;
     c.layer_num = 12;
-    c.framework = Framework::DeepSpeed;
-    c.fp8_recipe = Float8Recipe::Rowwise; // read only with fp8_linears, which DeepSpeed cannot run
+    c.framework = Framework::MegatronCore; // it runs grad_reduce_bf16
+    c.fp8_recipe = Float8Recipe::Rowwise; // read only with fp8_linears, which is off
     c.fp8_bf16_first_layers = 2; // the same
     c.fp8_bf16_last_layers = 3;
+    c.grad_reduce_bf16 = true;
     c.min_memory_headroom = 2.7;
     c.input_len = 3000;
     c.output_len = 77;
@@ -165,8 +167,8 @@ private Q_SLOTS:
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
         // 32 AutoDist keys + method, max_cp, layer_num, the five framework features, use_profile, framework,
         // framework_version, min_memory_headroom, the seven dimension locks (tp pp dp cp ep vpp recompute) and the
-        // two counts of BF16 blocks under FP8
-        QCOMPARE(allKeys.size(), std::size_t {66});
+        // two counts of BF16 blocks under FP8, and grad_reduce_bf16
+        QCOMPARE(allKeys.size(), std::size_t {67});
     }
 
     void locksReadAndRoundTrip()
@@ -415,6 +417,8 @@ private Q_SLOTS:
         row("titan bf16 edge layers",
             R"({"framework": "torchtitan", "fp8_linears": true, "fp8_recipe": "rowwise", "fp8_bf16_last_layers": 1})",
             "fp8_bf16_last_layers", "runs every block's linears in FP8");
+        row("titan bf16 reduce", R"({"framework": "torchtitan", "grad_reduce_bf16": true})", "grad_reduce_bf16",
+            "reduces gradients in fp32 only");
         row("bf16 layers negative", R"({"fp8_bf16_first_layers": -1})", "fp8_bf16_first_layers", "out of range");
         row("recipe typo", R"({"fp8_recipe": "row-wise"})", "fp8_recipe", "use \"tensorwise\" or \"rowwise\"");
         row("recipe type", R"({"fp8_recipe": 1})", "fp8_recipe", "expected a string");

@@ -84,6 +84,7 @@ FrameworkProfile generic()
     p.moe_a2a_overlap = true; // generic runs whatever a plan asks for
     p.moe_shared_expert_overlap = true;
     p.fp8_bf16_edge_layers = true;
+    p.grad_reduce_bf16 = true;
     return p;
 }
 
@@ -170,6 +171,9 @@ FrameworkProfile megatronCore()
     // --first-last-layers-bf16 (megatron/core/fp8_utils.py get_fp8_context: is_first_last_bf16_layer blocks run
     // without the FP8 autocast); transformer_config.py refuses it with the delayed recipe only.
     p.fp8_bf16_edge_layers = true;
+    // --grad-reduce-in-bf16 (megatron/training/arguments.py validate_args turns accumulate_allreduce_grads_in_fp32
+    // off; megatron/core/distributed/param_and_grad_buffer.py group_params_for_buffers: grad_dtype = param.dtype).
+    p.grad_reduce_bf16 = true;
     return p;
 }
 
@@ -547,6 +551,13 @@ std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig
     if (c.fp8_linears && std::find(p.fp8_recipes.begin(), p.fp8_recipes.end(), c.fp8_recipe) == p.fp8_recipes.end())
         return cat(name, " has no ", float8RecipeName(c.fp8_recipe),
                    " FP8 scaling: use the tensorwise recipe, or choose another framework");
+    if (c.grad_reduce_bf16 && !p.grad_reduce_bf16)
+        return cat(name,
+                   p.framework == Framework::DeepSpeed
+                       ? " reduces bf16 gradients already (its communication_data_type follows the model's dtype): "
+                         "turn the 16-bit gradient reduce off"
+                       : " reduces gradients in fp32 only: turn the 16-bit gradient reduce off, or plan for "
+                         "megatron-core (--grad-reduce-in-bf16)");
     if (c.hasFp8Bf16Layers() && !p.fp8_bf16_edge_layers)
         return cat(name,
                    " runs every FP8 linear of the blocks in FP8: set the BF16 first and last layers to 0, or "

@@ -17,9 +17,18 @@ bool shardsOptimizerStates(const FrameworkProfile& f, const ParallelConfig& c, D
 
 double gradientBytes(const FrameworkProfile& f, const CostParams& params, const ParallelConfig& c, DType dtype)
 {
-    if (f.framework == Framework::Generic)
-        return params.grad_bytes;
-    return pipelineFp32Grads(f, c, dtype) ? 4 : f.grad_bytes;
+    if (pipelineFp32Grads(f, c, dtype))
+        return 4;
+    // --grad-reduce-in-bf16: the buffers, and so the reduce, in the parameters' dtype.
+    if (c.grad_reduce_bf16)
+        return std::min<double>(dtypeBytes(dtype),
+                                f.framework == Framework::Generic ? params.grad_bytes : f.grad_bytes);
+    return f.framework == Framework::Generic ? params.grad_bytes : f.grad_bytes;
+}
+
+double unshardedGradBytes(const FrameworkProfile& f, const ParallelConfig& c, double weightBytes)
+{
+    return c.grad_reduce_bf16 ? std::min(weightBytes, f.zero3_unsharded_grad_bytes) : f.zero3_unsharded_grad_bytes;
 }
 
 namespace {
@@ -45,9 +54,10 @@ ParameterMemory parameterMemory(const FrameworkProfile& f, const CostParams& par
     const double sharded = p.dense / shard.dense + p.expert / shard.expert;
     const auto per = [&](bool isSharded) { return isSharded ? sharded : whole; };
     ParameterMemory m;
+    const double gradBytes = gradientBytes(f, params, c, dtype);
     if (f.framework == Framework::Generic) {
         m.weights = per(c.zero_stage >= 3) * weightBytes;
-        m.gradients = per(c.zero_stage >= 2) * params.grad_bytes;
+        m.gradients = per(c.zero_stage >= 2) * gradBytes;
         m.optimizer = per(c.zero_stage >= 1) * weightBytes * (params.opt_resident_coef + params.opt_transient_coef);
         return m;
     }
@@ -67,14 +77,17 @@ ParameterMemory parameterMemory(const FrameworkProfile& f, const CostParams& par
         return m;
     }
     m.weights = weightBytes * per(c.zero_stage >= 3);
+    // Under grad_reduce_bf16 the optimizer's fp32 copy of its gradients (Megatron's DistributedOptimizer
+    // _copy_model_grads_to_main_grads: shard_model_grad.float()) exists during the step only, after the
+    // activations are gone: not at the peak.
     if (pipelineFp32Grads(f, c, dtype))
         m.gradients = (f.grad_bytes + 4) * whole; // the bf16 .grad and the fp32 accumulation buffer
     else if (c.zero_stage >= 2)
-        m.gradients = (f.grad_bytes + f.fp32_grad_partition_bytes) * sharded;
+        m.gradients = (gradBytes + f.fp32_grad_partition_bytes) * sharded;
     else if (c.zero_stage == 1)
-        m.gradients = f.grad_bytes * whole + f.fp32_grad_partition_bytes * (f.zero1_full_grad_buffer ? whole : sharded);
+        m.gradients = gradBytes * whole + f.fp32_grad_partition_bytes * (f.zero1_full_grad_buffer ? whole : sharded);
     else
-        m.gradients = (f.grad_bytes + f.fp32_grad_partition_bytes) * whole;
+        m.gradients = (gradBytes + f.fp32_grad_partition_bytes) * whole;
     m.optimizer = (f.master_bytes + f.adam_state_bytes) * per(shardsOptimizerStates(f, c, dtype));
     return m;
 }
@@ -95,7 +108,7 @@ double shardedDpWorkingBytes(const FrameworkProfile& f, const ParallelConfig& c,
     if (c.zero_stage < 2 || (c.zero_stage == 2 && !f.sharded_fp32_params))
         return 0; // ZeRO-1/2 keep whole 16-bit weights; their grads are in parameterMemory
     const double liveParams = keepsUnshardedCopies(f, c) ? 0 : f.zero3_live_blocks * largestBlockParams * weightBytes;
-    return liveParams + f.zero3_unsharded_grad_bytes * largestBlockParams;
+    return liveParams + unshardedGradBytes(f, c, weightBytes) * largestBlockParams;
 }
 
 bool perModuleShardedPeak(const FrameworkProfile& f, const ParallelConfig& c)
@@ -110,7 +123,7 @@ double shardedDpLayerPeakBytes(const FrameworkProfile& f, const ParallelConfig& 
     const double live = keepsUnshardedCopies(f, c)
         ? 0
         : (layerParams + std::max(0, f.zero3_live_blocks - 1) * neighbourParams) * weightBytes;
-    return live + std::max(layerWorking, f.zero3_unsharded_grad_bytes * layerParams);
+    return live + std::max(layerWorking, unshardedGradBytes(f, c, weightBytes) * layerParams);
 }
 
 double retainedGatherBytes(const FrameworkProfile& f, const ParallelConfig& c, double retainedParams,

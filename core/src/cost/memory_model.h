@@ -53,6 +53,10 @@ ParameterMemory parameterMemory(const FrameworkProfile& profile, const CostParam
 /** Bytes of a rank's buffers that do not scale with its parameters (DeepSpeed's reduce buckets). */
 double fixedBufferBytes(const FrameworkProfile& profile, const ParallelConfig& c);
 
+/** A block's unsharded gradient bytes per element before its reduce-scatter (FrameworkProfile::
+    zero3_unsharded_grad_bytes), or the parameters' dtype alone under ParallelConfig::grad_reduce_bf16. */
+double unshardedGradBytes(const FrameworkProfile& profile, const ParallelConfig& c, double weightBytes);
+
 /** ZeRO-3 / FSDP: unsharded 16-bit parameters of the live blocks and one block's unsharded gradients, bytes. */
 double shardedDpWorkingBytes(const FrameworkProfile& profile, const ParallelConfig& c, double largestBlockParams,
                              double weightBytes);

@@ -149,6 +149,8 @@ std::string ParallelConfig::describe() const
         text += fp8_recipe == Float8Recipe::Rowwise ? " fp8-linears-rowwise" : " fp8-linears";
     if (hasFp8Bf16Layers())
         text += cat("(bf16 first ", fp8_bf16_first_layers, " last ", fp8_bf16_last_layers, ")");
+    if (grad_reduce_bf16)
+        text += " grad-reduce-bf16";
     if (eager_kernels)
         text += " eager";
     text += cat(" recompute=", recomputeName(recompute));

@@ -378,6 +378,8 @@ std::string exportMegatron(Context& context)
         add(args, "--overlap-moe-expert-parallel-comm");
         add(args, "--delay-wgrad-compute");
     }
+    if (c.grad_reduce_bf16)
+        add(args, "--grad-reduce-in-bf16");
     if (c.fp8_linears) {
         add(args, "--fp8-format", "hybrid");
         // --fp8-recipe (Megatron core >= 0.12) defaults to delayed scaling; tensorwise is the current per-tensor

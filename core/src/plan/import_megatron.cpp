@@ -528,6 +528,9 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
                           "use a small positive number such as 1.0, or leave the flag out for dropless experts");
         c.moe_capacity_factor = *capacity > 0 ? *capacity : 0;
     }
+    // megatron/training/arguments.py validate_args: --grad-reduce-in-bf16 turns accumulate_allreduce_grads_in_fp32
+    // off, and the grad buffers take the parameters' dtype (param_and_grad_buffer.py).
+    c.grad_reduce_bf16 = args.has("--grad-reduce-in-bf16");
     c.fp8_linears = args.has("--fp8-format");
     if (c.fp8_linears) {
         // --fp8-recipe defaults to delayed scaling (megatron/training/arguments.py); only tensorwise is costed.

@@ -325,6 +325,7 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     c.fp8_recipe = config.fp8_recipe;
                                     c.fp8_bf16_first_layers = config.fp8_bf16_first_layers;
                                     c.fp8_bf16_last_layers = config.fp8_bf16_last_layers;
+                                    c.grad_reduce_bf16 = config.grad_reduce_bf16;
                                     c.eager_kernels = config.eager_kernels;
                                     c.recompute = recompute;
                                     c.recompute_modules = space.recompute_modules;

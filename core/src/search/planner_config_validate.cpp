@@ -95,6 +95,12 @@ void validateFramework(const PlannerConfig& c, std::string_view origin)
     if (c.fp8_linears && (c.fp8_bf16_first_layers > 0 || c.fp8_bf16_last_layers > 0) && !p.fp8_bf16_edge_layers)
         fail(origin, c.fp8_bf16_first_layers > 0 ? "fp8_bf16_first_layers" : "fp8_bf16_last_layers",
              cat(name, " runs every block's linears in FP8"), cat("set it to 0, ", kOtherFramework));
+    if (c.grad_reduce_bf16 && !p.grad_reduce_bf16)
+        fail(origin, "grad_reduce_bf16",
+             cat(name,
+                 p.framework == Framework::DeepSpeed ? " reduces bf16 gradients already"
+                                                     : " reduces gradients in fp32 only"),
+             cat("set it to false, ", kOtherFramework));
     if (c.moe_a2a_overlap && !p.moe_a2a_overlap)
         fail(origin, "moe_a2a_overlap", cat(name, " does not overlap expert all-to-alls with compute"),
              cat("set it to false, ", kOtherFramework));

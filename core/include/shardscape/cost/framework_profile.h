@@ -231,6 +231,8 @@ struct FrameworkProfile
     bool fused_column_gemms = false;
     /** It can keep the first and last decoder blocks out of FP8 (ParallelConfig::fp8_bf16_first_layers). */
     bool fp8_bf16_edge_layers = false;
+    /** It can reduce gradients in the 16-bit dtype (ParallelConfig::grad_reduce_bf16). */
+    bool grad_reduce_bf16 = false;
     /** A column-parallel linear's backward launches its TP collectives asynchronously beside its own GEMMs: the
         input gradient's all-reduce (reduce-scatter under SP) runs under the weight-gradient GEMM, and under SP the
         re-gather of the saved (sharded) input runs under the input-gradient GEMM. Otherwise the backward waits for

@@ -85,6 +85,11 @@ struct ParallelConfig
         whole model, as megatron/core/fp8_utils.py is_first_last_bf16_layer does with the global layer number. */
     int fp8_bf16_first_layers = 0;
     int fp8_bf16_last_layers = 0;
+    /** Gradients accumulate and reduce in the model's 16-bit dtype instead of fp32 (Megatron's
+        --grad-reduce-in-bf16: megatron/core/distributed/param_and_grad_buffer.py gives the grad buffers
+        param.dtype unless grad_reduce_in_fp32; Megatron-Bridge's performance recipes set ddp.grad_reduce_in_fp32
+        False). Halves the gradient buffers and the data-parallel gradient traffic. */
+    bool grad_reduce_bf16 = false;
     /** Whether fp8_linears leaves some blocks in the model's dtype. */
     bool hasFp8Bf16Layers() const { return fp8_linears && (fp8_bf16_first_layers > 0 || fp8_bf16_last_layers > 0); }
     /** Eager PyTorch (no torch.compile): RMSNorm, rotary embedding and SwiGLU run as chains of unfused kernels,

@@ -109,6 +109,7 @@ struct PlannerConfig
     /** "fp8_bf16_first_layers" / "fp8_bf16_last_layers": blocks kept in BF16 under FP8 (ParallelConfig). */
     int fp8_bf16_first_layers = 0;
     int fp8_bf16_last_layers = 0;
+    bool grad_reduce_bf16 = false; ///< "grad_reduce_bf16": gradients reduced in 16 bits (ParallelConfig)
     bool eager_kernels = false;
     /** Not an AutoDist key: the training framework the plan is for ("framework" in JSON: generic, megatron-core,
         nemo, torchtitan, deepspeed, composer). It sets the memory terms of every candidate and bounds the search to
