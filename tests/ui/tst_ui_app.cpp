@@ -52,6 +52,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -866,6 +867,16 @@ void TestUiApp::whatIfKeepsBlocksPerChunk()
     // Without recomputation there are no blocks to choose.
     recompute->setCurrentIndex(recompute->findData(static_cast<int>(RecomputeKind::None)));
     QVERIFY(!blocks->isEnabled());
+    QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
+
+    // A bf16 gradient reduce (Megatron --grad-reduce-in-bf16) halves the distributed optimizer's gradient buffers.
+    const double fp32Grads = window.whatIfPanel()->result()->stages.front().memory.gradients;
+    auto* gradBf16 = window.whatIfPanel()->findChild<QCheckBox*>(QStringLiteral("gradReduceBf16"));
+    QVERIFY(gradBf16 && !gradBf16->isChecked());
+    gradBf16->setChecked(true);
+    QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
+    QVERIFY(window.whatIfPanel()->result()->config.grad_reduce_bf16);
+    QVERIFY(std::fabs(window.whatIfPanel()->result()->stages.front().memory.gradients / (fp32Grads / 2) - 1) < 1e-9);
 }
 
 void TestUiApp::exportPlanReloads()

@@ -114,6 +114,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
                                 "sets the pace of the experts and their all-to-alls")))
     , m_fp8(new QCheckBox(tr("FP8 linears"), this))
     , m_eager(new QCheckBox(tr("Eager (no compile)"), this))
+    , m_gradBf16(new QCheckBox(tr("BF16 grad reduce"), this))
     , m_framework(new QComboBox(this))
     , m_stageLayers(new QLineEdit(this))
     , m_status(new QLabel(this))
@@ -150,6 +151,10 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
                          "Engine); attention stays in the model's precision"));
     m_eager->setToolTip(tr("Eager PyTorch without torch.compile: RMSNorm, rotary embedding and SwiGLU run as "
                            "unfused kernels"));
+    m_gradBf16->setObjectName(QStringLiteral("gradReduceBf16"));
+    m_gradBf16->setToolTip(tr("Accumulate and reduce gradients in the model's 16-bit dtype instead of fp32 "
+                              "(Megatron --grad-reduce-in-bf16): half the gradient buffers and data-parallel "
+                              "gradient traffic; megatron-core, nemo and generic"));
     for (const auto framework : allFrameworks())
         m_framework->addItem(format::text(frameworkName(framework)), static_cast<int>(framework));
     m_framework->setToolTip(tr("The training framework the configuration is for: it sets the memory terms (what the "
@@ -195,6 +200,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     grid->addWidget(m_sharedExpertOverlap, 9, 2, 1, 2);
     addPair(10, 0, tr("Capacity:"), m_capacity);
     addPair(10, 1, tr("Imbal.:"), m_imbalance);
+    grid->addWidget(m_gradBf16, 11, 0, 1, 2);
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
 
@@ -265,7 +271,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         });
     for (QComboBox* box : {m_zero, m_recompute, m_schedule, m_framework})
         connect(box, &QComboBox::currentIndexChanged, this, &WhatIfPanel::scheduleEdit);
-    for (QCheckBox* box : {m_tpOverlap, m_paramGatherOverlap, m_a2aOverlap, m_sharedExpertOverlap, m_fp8, m_eager})
+    for (QCheckBox* box :
+         {m_tpOverlap, m_paramGatherOverlap, m_a2aOverlap, m_sharedExpertOverlap, m_fp8, m_eager, m_gradBf16})
         connect(box, &QCheckBox::toggled, this, &WhatIfPanel::scheduleEdit);
     for (QDoubleSpinBox* box : {m_capacity, m_imbalance})
         connect(box, &QDoubleSpinBox::valueChanged, this, &WhatIfPanel::scheduleEdit);
@@ -338,6 +345,7 @@ void WhatIfPanel::loadEditors(const ParallelConfig& c)
     m_imbalance->setValue(c.moe_router_imbalance);
     m_fp8->setChecked(c.fp8_linears);
     m_eager->setChecked(c.eager_kernels);
+    m_gradBf16->setChecked(c.grad_reduce_bf16);
     m_framework->setCurrentIndex(m_framework->findData(static_cast<int>(c.framework)));
     m_stageLayers->setText(m_baseline && c.pp > 1 ? layersText(resolvedStageLayers(*m_baseline)) : QString());
     m_loading = false;
@@ -375,6 +383,7 @@ ParallelConfig WhatIfPanel::editedConfig() const
     c.moe_router_imbalance = m_imbalance->value();
     c.fp8_linears = m_fp8->isChecked();
     c.eager_kernels = m_eager->isChecked();
+    c.grad_reduce_bf16 = m_gradBf16->isChecked();
     c.framework = static_cast<Framework>(m_framework->currentData().toInt());
     c.stage_layers.clear();
     static const QRegularExpression separators(QStringLiteral("[,;\\s]+"));

@@ -94,6 +94,7 @@ private:
     QDoubleSpinBox* m_imbalance;
     QCheckBox* m_fp8;
     QCheckBox* m_eager;
+    QCheckBox* m_gradBf16;
     QComboBox* m_framework;
     QLineEdit* m_stageLayers;
     QLabel* m_status;
