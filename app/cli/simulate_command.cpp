@@ -135,6 +135,7 @@ SimulateOptions withImportedConfig(const SimulateOptions& given)
     o.fp8_bf16_first_layers = c.fp8_bf16_first_layers;
     o.fp8_bf16_last_layers = c.fp8_bf16_last_layers;
     o.grad_reduce_bf16 = c.grad_reduce_bf16;
+    o.fp8_param_gather = c.fp8_param_gather;
     o.eager_kernels = c.eager_kernels;
     if (o.framework.empty()) // --framework overrides the file's
         o.framework = std::string(frameworkName(c.framework));
@@ -260,6 +261,10 @@ int runSimulate(const SimulateOptions& given)
     config.fp8_bf16_first_layers = o.fp8_bf16_first_layers;
     config.fp8_bf16_last_layers = o.fp8_bf16_last_layers;
     config.grad_reduce_bf16 = o.grad_reduce_bf16;
+    if (o.fp8_param_gather && !o.fp8_linears)
+        throw InputError("--fp8-param-gather makes the FP8 linears' weights FP8 parameters, and --fp8 is off",
+                         "add --fp8, or leave it out");
+    config.fp8_param_gather = o.fp8_param_gather;
     config.eager_kernels = o.eager_kernels;
     config.framework = o.framework.empty() ? Framework::Generic : frameworkFromOption(o.framework);
     if (!o.framework_version.empty()) {
@@ -442,6 +447,10 @@ void addSimulateCommand(CLI::App& app, CommandAction& action)
                                           "accumulate and reduce gradients in the model's 16-bit dtype instead of "
                                           "fp32 (Megatron --grad-reduce-in-bf16): half the gradient buffers and "
                                           "traffic"));
+    configuration.push_back(cmd->add_flag("--fp8-param-gather", o->fp8_param_gather,
+                                          "with --fp8 and ZeRO 1+: the FP8 linears' weights are FP8 parameters, "
+                                          "all-gathered in FP8 (Megatron --fp8-param-gather); without it Transformer "
+                                          "Engine keeps an FP8 copy beside each 16-bit weight"));
     configuration.push_back(cmd->add_flag("--eager", o->eager_kernels,
                                           "eager PyTorch without torch.compile: unfused RMSNorm, rotary and SwiGLU "
                                           "kernels"));

@@ -43,6 +43,7 @@ struct SimulateOptions
     int fp8_bf16_first_layers = 0;
     int fp8_bf16_last_layers = 0;
     bool grad_reduce_bf16 = false;
+    bool fp8_param_gather = false;
     bool eager_kernels = false;
     std::string schedule = "1f1b";
     std::int64_t seq_len = 0;

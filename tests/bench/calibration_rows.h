@@ -673,6 +673,16 @@ inline Case makeCase(const nlohmann::json& row)
     p.fp8_linears = contains(precision, "float8") || contains(precision, "fp8");
     if (p.fp8_linears && contains(precision, "rowwise"))
         p.fp8_recipe = Float8Recipe::Rowwise;
+    // NVIDIA's FP8 recipes make the linears' weights FP8 parameters: NeMo 2.0's bf16_with_fp8_mixed
+    // (nemo/collections/llm/recipes/precision/mixed_precision.py, 3e251a0418, 2024-09-19: fp8_params = True) and
+    // Megatron-Bridge's bf16_with_fp8_current_scaling_mixed (v0.2.0: fp8_param_gather = True). The 2024 tables
+    // predate the first of these and do not state it; with Transformer Engine's FP8 weight copies beside 16-bit
+    // weights, their Llama 3 8B (8 GPUs, 2024-07) and Llama 2 7B (4 GPUs, seq 4k, 2024-03) layouts would not fit
+    // in 80 GB, and both ran.
+    if (p.fp8_linears && p.zero_stage >= 1
+        && (c.series == "nemo_performance_summary_h100_2024_07" || c.series == "nemo_long_context_h100_2024_03"
+            || c.series == "megatron_bridge_performance_h100_2025_11"))
+        p.fp8_param_gather = true;
     // torchtitan's enable_fsdp_float8_all_gather is off by default; the rows whose job config turned it on say so.
     if (p.framework == Framework::Torchtitan && !contains(toLower(framework), "float8 fsdp all-gather")) {
         c.framework_profile = c.framework_profile.value_or(frameworkProfile(p.framework));

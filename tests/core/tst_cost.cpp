@@ -2005,6 +2005,53 @@ private Q_SLOTS:
                     .contains("reduces bf16 gradients already"));
     }
 
+    void transformerEngineKeepsFp8WeightCopies()
+    {
+        // Transformer Engine caches each FP8 linear's weight in FP8 across micro-batches and steps
+        // (module/base.py get_weight_workspace), with its transpose where FP8 GEMMs are TN only (Hopper): 2 B per
+        // element beside the 16-bit weight. As FP8 parameters (--fp8-param-gather) the FP8 copy is the weight.
+        // Blackwell takes FP8 GEMMs in any layout: 1 B, which as FP8 parameters is 1 B less than the 16-bit weight.
+        const auto graph = presetGraph("llama2-7b", 2048);
+        const auto weightsOf = [&](const Cluster& cluster, bool fp8, bool params) {
+            const CostModel model(graph, cluster);
+            ParallelConfig c;
+            c.framework = Framework::MegatronCore;
+            c.dp = 8;
+            c.zero_stage = 1;
+            c.num_microbatches = 2;
+            c.fp8_linears = fp8;
+            c.fp8_param_gather = params;
+            Workload w;
+            w.global_batch = 16;
+            w.seq_len = 2048;
+            return model.evaluate(c, w).stages.front().memory.weights;
+        };
+        // The blocks' linears: q, k, v, o (h x h each, no GQA) and three h x ffn matrices.
+        const auto& t = *graph->transformer;
+        const double linears = t.num_layers * (4.0 * t.hidden * t.hidden + 3.0 * t.hidden * t.ffn_hidden);
+        const Cluster hopper = h100Node();
+        const double bf16 = weightsOf(hopper, false, false);
+        QVERIFY(relativeError(weightsOf(hopper, true, false) - bf16, 2 * linears) < 1e-9);
+        QCOMPARE(weightsOf(hopper, true, true), bf16);
+        Cluster blackwell = hopper;
+        blackwell.device = devicePreset("b200");
+        QVERIFY(blackwell.device.fp8_gemm_any_layout);
+        const double bf16B = weightsOf(blackwell, false, false);
+        QVERIFY(relativeError(weightsOf(blackwell, true, false) - bf16B, linears) < 1e-9);
+        QVERIFY(relativeError(bf16B - weightsOf(blackwell, true, true), linears) < 1e-9);
+        // FP8 parameters need the distributed optimizer; torchtitan has none.
+        ParallelConfig c;
+        c.framework = Framework::MegatronCore;
+        c.fp8_linears = true;
+        c.fp8_param_gather = true;
+        QVERIFY(QString::fromStdString(frameworkRestriction(frameworkProfile(Framework::MegatronCore), c))
+                    .contains("need the distributed optimizer"));
+        c.framework = Framework::Torchtitan;
+        c.zero_stage = 3;
+        QVERIFY(QString::fromStdString(frameworkRestriction(frameworkProfile(Framework::Torchtitan), c))
+                    .contains("has no FP8 parameters"));
+    }
+
     void modelFlopsAreThreeForwardPasses()
     {
         BuildOptions options;

@@ -76,7 +76,7 @@ bool sameConfig(const ParallelConfig& a, const ParallelConfig& b)
         && a.recompute_modules == b.recompute_modules && a.schedule == b.schedule && a.stage_layers == b.stage_layers
         && a.rank_order == b.rank_order && a.framework == b.framework && a.fp8_linears == b.fp8_linears
         && a.fp8_bf16_first_layers == b.fp8_bf16_first_layers && a.fp8_bf16_last_layers == b.fp8_bf16_last_layers
-        && a.grad_reduce_bf16 == b.grad_reduce_bf16;
+        && a.grad_reduce_bf16 == b.grad_reduce_bf16 && a.fp8_param_gather == b.fp8_param_gather;
 }
 
 /** The configurations the round trip covers: every field of ParallelConfig away from its default somewhere. */
@@ -144,6 +144,7 @@ std::map<std::string, ParallelConfig> sampleConfigs()
     edges.fp8_bf16_first_layers = 1;
     edges.fp8_bf16_last_layers = 2;
     edges.grad_reduce_bf16 = true;
+    edges.fp8_param_gather = true;
     out["megatron-core fp8 bf16 first and last, bf16 reduce"] = edges;
 
     ParallelConfig titan = cp;

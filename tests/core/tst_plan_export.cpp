@@ -1274,18 +1274,20 @@ torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
         config.fp8_bf16_first_layers = 1;
         config.fp8_bf16_last_layers = 1;
         config.grad_reduce_bf16 = true;
+        config.fp8_param_gather = true;
         config.framework = Framework::MegatronCore;
         const auto c = makeCase("llama3-8b", 1, config);
         QVERIFY2(c->evaluation.feasible, c->evaluation.reason.c_str());
         const ExportResult result = exportPlan(ExportTarget::Megatron, c->plan, *c->graph, c->plan.cluster, nullptr);
         for (const char* flag :
              {"--fp8-recipe tensorwise", "--first-last-layers-bf16", "--num-layers-at-start-in-bf16 1",
-              "--num-layers-at-end-in-bf16 1", "--grad-reduce-in-bf16"})
+              "--num-layers-at-end-in-bf16 1", "--grad-reduce-in-bf16", "--fp8-param-gather"})
             QVERIFY2(result.text.find(flag) != std::string::npos, flag);
         const ImportedConfig imported = reimportMegatron(result.text, *c->graph);
         QCOMPARE(imported.config.fp8_bf16_first_layers, 1);
         QCOMPARE(imported.config.fp8_bf16_last_layers, 1);
         QVERIFY(imported.config.grad_reduce_bf16);
+        QVERIFY(imported.config.fp8_param_gather);
         QCOMPARE(imported.config.describe(), c->plan.config.describe());
     }
 

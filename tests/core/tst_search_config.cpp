@@ -58,7 +58,7 @@ bool sameConfig(const PlannerConfig& a, const PlannerConfig& b)
         && a.moe_router_imbalance == b.moe_router_imbalance && a.fp8_linears == b.fp8_linears
         && a.fp8_recipe == b.fp8_recipe && a.fp8_bf16_first_layers == b.fp8_bf16_first_layers
         && a.fp8_bf16_last_layers == b.fp8_bf16_last_layers && a.grad_reduce_bf16 == b.grad_reduce_bf16
-        && a.eager_kernels == b.eager_kernels && a.framework == b.framework
+        && a.fp8_param_gather == b.fp8_param_gather && a.eager_kernels == b.eager_kernels && a.framework == b.framework
         && a.min_memory_headroom == b.min_memory_headroom && a.input_len == b.input_len && a.output_len == b.output_len
         && a.concurrency == b.concurrency && a.weight_dtype == b.weight_dtype && a.kv_cache_dtype == b.kv_cache_dtype
         && a.max_ttft_ms == b.max_ttft_ms && a.max_tpot_ms == b.max_tpot_ms
@@ -110,6 +110,7 @@ PlannerConfig unusualConfig()
     c.fp8_bf16_first_layers = 2; // the same
     c.fp8_bf16_last_layers = 3;
     c.grad_reduce_bf16 = true;
+    c.fp8_param_gather = false;
     c.min_memory_headroom = 2.7;
     c.input_len = 3000;
     c.output_len = 77;
@@ -167,8 +168,8 @@ private Q_SLOTS:
         QCOMPARE(fileKeys, allKeys); // json keeps object keys sorted
         // 32 AutoDist keys + method, max_cp, layer_num, the five framework features, use_profile, framework,
         // framework_version, min_memory_headroom, the seven dimension locks (tp pp dp cp ep vpp recompute) and the
-        // two counts of BF16 blocks under FP8, and grad_reduce_bf16
-        QCOMPARE(allKeys.size(), std::size_t {67});
+        // two counts of BF16 blocks under FP8, grad_reduce_bf16 and fp8_param_gather
+        QCOMPARE(allKeys.size(), std::size_t {68});
     }
 
     void locksReadAndRoundTrip()

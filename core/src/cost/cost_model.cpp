@@ -182,8 +182,9 @@ std::pair<double, double> shardedDpExposedTime(const ParallelConfig& c, const Fr
     tensorwise recipes with the weights sharded over more than one rank, as the torchtitan export configures it. */
 bool fsdpGathersFp8(const FrameworkProfile& framework, const ParallelConfig& c)
 {
-    return framework.fsdp_gathers_fp8_tensorwise && c.fp8_linears && c.fp8_recipe == Float8Recipe::Tensorwise
-        && c.zero_stage == 3 && c.dp * c.cp > 1;
+    const bool fp8Gather = framework.fsdp_gathers_fp8_tensorwise || (framework.fp8_weight_cache && c.fp8_param_gather);
+    return fp8Gather && c.fp8_linears && c.fp8_recipe == Float8Recipe::Tensorwise && c.zero_stage == 3
+        && c.dp * c.cp > 1;
 }
 
 /** Per-device elements of the weights of a layer's float8 linears (the roles LayerLayout's FP8 covers: column, row
@@ -269,6 +270,29 @@ CostModel::CostModel(std::shared_ptr<const ModelGraph> graph, Cluster cluster, C
             }
         }
     }
+}
+
+double CostModel::fp8LinearElements(int first, int last, const ParallelConfig& c) const
+{
+    double elements = 0;
+    if (c.fp8_linears)
+        for (int l = first; l <= last; ++l)
+            if (!keepsModelDtype(static_cast<std::size_t>(l), c))
+                elements += fp8LinearWeightElements(*m_graph, m_layers[static_cast<std::size_t>(l)], c.tp);
+    return elements;
+}
+
+double CostModel::fp8WeightBytes(int first, int last, const ParallelConfig& c, const FrameworkProfile& f) const
+{
+    // Transformer Engine's FP8 copy of a weight: 1 B, plus 1 B for its transpose where FP8 GEMMs are TN only
+    // (DeviceSpec::fp8_gemm_any_layout). Without FP8 parameters it sits beside the 16-bit weight the parameter
+    // memory counts; with them (fp8_param_gather) it replaces it. Megatron-FSDP (ZeRO 2/3) gathers and caches
+    // its weights its own way: not modelled.
+    if (!c.fp8_linears || !f.fp8_weight_cache || c.zero_stage >= 2)
+        return 0;
+    const double copy = m_cluster.device.fp8_gemm_any_layout ? 1 : 2;
+    const double perElement = c.fp8_param_gather ? copy - dtypeBytes(m_graph->dtype) : copy;
+    return perElement * fp8LinearElements(first, last, c);
 }
 
 double CostModel::retainedParams(int first, int last, const ParallelConfig& c, const FrameworkProfile& f) const
@@ -570,10 +594,14 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
 
         chunk.params = spanParams(chunk.first, chunk.last, c);
         const double dense = chunk.params.dense;
+        // The distributed optimizer's parameter all-gather: FP8 parameters travel in 1 byte.
+        const double paramGatherBytes = c.fp8_linears && c.fp8_param_gather && framework.fp8_weight_cache
+            ? dense * weightBytes - fp8LinearElements(chunk.first, chunk.last, c) * (weightBytes - 1)
+            : dense * weightBytes;
         const double expert = chunk.params.expert;
         const ParameterMemory resident
             = parameterMemory(framework, m_params, c, chunk.params, m_graph->dtype, {denseShard, expertShard});
-        chunk.weights = resident.weights;
+        chunk.weights = resident.weights + fp8WeightBytes(chunk.first, chunk.last, c, framework);
         chunk.gradients = resident.gradients;
         chunk.optimizer = resident.optimizer;
         // Per layer of the chunk, only where sharded data parallelism needs it (this runs for every candidate):
@@ -628,7 +656,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             // of it under compute.
             const double scatter
                 = m_source->collectiveTime(Collective::ReduceScatter, dense * gradCommBytes, denseZeroGrads);
-            const double gather = m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero);
+            const double gather = m_source->collectiveTime(Collective::AllGather, paramGatherBytes, denseZero);
             if (c.zero_stage >= 3) {
                 std::vector<double> layerFp8;
                 if (fsdpGathersFp8(framework, c))
@@ -662,7 +690,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
             // gradients, which moves grad_bytes (fp32 in Megatron, DeepSpeed bf16) instead of the weights' 2 bytes in
             // the gather half.
             stage.grad_sync = m_source->collectiveTime(Collective::ReduceScatter, dense * gradCommBytes, denseZeroGrads)
-                + paramGather(m_source->collectiveTime(Collective::AllGather, dense * weightBytes, denseZero),
+                + paramGather(m_source->collectiveTime(Collective::AllGather, paramGatherBytes, denseZero),
                               stage.forward)
                 + expertSyncTime;
         } else {

@@ -175,7 +175,8 @@ CostModel::LayerProfile CostModel::layerProfile(const ParallelConfig& c) const
         const LayerParams p = spanParams(static_cast<int>(l), static_cast<int>(l), c);
         profile.time.push_back(lc.forward + lc.backward_input + lc.backward_weight);
         profile.static_bytes.push_back(
-            parameterMemory(framework, m_params, c, p, m_graph->dtype, {denseShard, expertShard}).total());
+            parameterMemory(framework, m_params, c, p, m_graph->dtype, {denseShard, expertShard}).total()
+            + fp8WeightBytes(static_cast<int>(l), static_cast<int>(l), c, framework));
         profile.stash_bytes.push_back(lc.activation_bytes);
         const double beside = perModule
             ? shardedDpLayerPeakBytes(framework, c, p.dense, neighbourParams, lc.working_bytes, weightBytes)

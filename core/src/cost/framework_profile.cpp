@@ -171,6 +171,12 @@ FrameworkProfile megatronCore()
     // --first-last-layers-bf16 (megatron/core/fp8_utils.py get_fp8_context: is_first_last_bf16_layer blocks run
     // without the FP8 autocast); transformer_config.py refuses it with the delayed recipe only.
     p.fp8_bf16_edge_layers = true;
+    // Transformer Engine's weight workspace (transformer_engine/pytorch/module/base.py get_weight_workspace, TE 2.9):
+    // with is_first_microbatch given (TELinear.forward passes it unless disable_parameter_transpose_cache), the FP8
+    // weight is cached in the module's _fp8_workspaces across micro-batches and steps, with its transpose where the
+    // device takes FP8 GEMMs in the TN layout only. --fp8-param-gather (fp8_model_init) makes the parameter itself
+    // the FP8 tensor; megatron/training/arguments.py asserts the distributed optimizer or an FSDP for it.
+    p.fp8_weight_cache = true;
     // --grad-reduce-in-bf16 (megatron/training/arguments.py validate_args turns accumulate_allreduce_grads_in_fp32
     // off; megatron/core/distributed/param_and_grad_buffer.py group_params_for_buffers: grad_dtype = param.dtype).
     p.grad_reduce_bf16 = true;
@@ -558,6 +564,13 @@ std::string frameworkRestriction(const FrameworkProfile& p, const ParallelConfig
                          "turn the 16-bit gradient reduce off"
                        : " reduces gradients in fp32 only: turn the 16-bit gradient reduce off, or plan for "
                          "megatron-core (--grad-reduce-in-bf16)");
+    if (c.fp8_linears && c.fp8_param_gather && !p.fp8_weight_cache && p.framework != Framework::Generic)
+        return cat(name,
+                   " has no FP8 parameters: turn the FP8 parameter gather off, or plan for megatron-core "
+                   "(--fp8-param-gather)");
+    if (c.fp8_linears && c.fp8_param_gather && c.zero_stage < 1)
+        return "FP8 parameters need the distributed optimizer (Megatron's --fp8-param-gather asserts it): use ZeRO 1 "
+               "or more, or turn the FP8 parameter gather off";
     if (c.hasFp8Bf16Layers() && !p.fp8_bf16_edge_layers)
         return cat(name,
                    " runs every FP8 linear of the blocks in FP8: set the BF16 first and last layers to 0, or "

@@ -147,6 +147,8 @@ std::string ParallelConfig::describe() const
         text += cat(" imbalance", fixed(moe_router_imbalance, 2));
     if (fp8_linears)
         text += fp8_recipe == Float8Recipe::Rowwise ? " fp8-linears-rowwise" : " fp8-linears";
+    if (fp8_linears && fp8_param_gather)
+        text += " fp8-params";
     if (hasFp8Bf16Layers())
         text += cat("(bf16 first ", fp8_bf16_first_layers, " last ", fp8_bf16_last_layers, ")");
     if (grad_reduce_bf16)

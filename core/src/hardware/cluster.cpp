@@ -88,10 +88,22 @@ constexpr std::size_t kMaxNameLength = 200;
 constexpr std::size_t kDTypeCount = std::tuple_size_v<decltype(DeviceSpec::peak_flops)>;
 static_assert(static_cast<std::size_t>(DType::Bool) + 1 == kDTypeCount, "peak_flops must cover every DType");
 
-const std::vector<std::string> kDeviceKeys {
-    "schema",    "name",        "display_name",      "memory_gib",           "hbm_bandwidth_gb_s",
-    "tdp_watts", "peak_tflops", "gpus_per_node",     "intra_node",           "inter_node",
-    "source",    "notes",       "matmul_efficiency", "attention_efficiency", "fused_attention_speedup"};
+const std::vector<std::string> kDeviceKeys {"schema",
+                                            "name",
+                                            "display_name",
+                                            "memory_gib",
+                                            "hbm_bandwidth_gb_s",
+                                            "tdp_watts",
+                                            "peak_tflops",
+                                            "gpus_per_node",
+                                            "intra_node",
+                                            "inter_node",
+                                            "source",
+                                            "notes",
+                                            "matmul_efficiency",
+                                            "attention_efficiency",
+                                            "fused_attention_speedup",
+                                            "fp8_gemm_any_layout"};
 const std::vector<std::string> kLinkKeys {"kind", "bandwidth_gb_s", "latency_us", "efficiency", "notes"};
 const std::vector<std::string> kClusterKeys {"schema", "name",          "notes",      "source",    "device",
                                              "nodes",  "gpus_per_node", "intra_node", "inter_node"};
@@ -305,6 +317,12 @@ DeviceSpec readDevice(const json& doc, const Where& where, bool schemaRequired)
     if (const json* fused = member(doc, "fused_attention_speedup"))
         device.fused_attention_speedup
             = positive(*fused, "fused_attention_speedup", where, 10, "10 (a ratio to FlashAttention-2's speed)");
+    if (const json* anyLayout = member(doc, "fp8_gemm_any_layout")) {
+        if (!anyLayout->is_boolean())
+            fail(where,
+                 cat(where.key("fp8_gemm_any_layout"), " must be true or false (got ", anyLayout->type_name(), ")"));
+        device.fp8_gemm_any_layout = anyLayout->get<bool>();
+    }
     return device;
 }
 
@@ -502,6 +520,8 @@ json deviceJson(const DeviceSpec& device)
         doc["attention_efficiency"] = number(device.attention_efficiency);
     if (device.fused_attention_speedup > 0)
         doc["fused_attention_speedup"] = number(device.fused_attention_speedup);
+    if (device.fp8_gemm_any_layout)
+        doc["fp8_gemm_any_layout"] = true;
     return doc;
 }
 
@@ -553,6 +573,8 @@ std::string Cluster::fingerprint() const
         canonical += cat("|efficiency=", exact(device.matmul_efficiency), ",", exact(device.attention_efficiency));
     if (device.fused_attention_speedup > 0)
         canonical += cat("|fused_attention=", exact(device.fused_attention_speedup));
+    if (device.fp8_gemm_any_layout)
+        canonical += "|fp8_any_layout";
     canonical += cat("|nodes=", nodes, "|gpus_per_node=", gpus_per_node);
 
     const std::uint64_t hash = fnv1a64(canonical);

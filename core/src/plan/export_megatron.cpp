@@ -387,6 +387,8 @@ std::string exportMegatron(Context& context)
         add(args, "--fp8-recipe", "tensorwise");
         context.note("--fp8-format hybrid runs the linear layers in FP8 through Transformer Engine (E4M3 forward, E5M2 "
                      "gradients); the plan costs FP8 GEMMs with dynamic-scaling casts");
+        if (c.fp8_param_gather)
+            add(args, "--fp8-param-gather");
         if (c.hasFp8Bf16Layers()) {
             add(args, "--first-last-layers-bf16");
             add(args, "--num-layers-at-start-in-bf16", std::to_string(c.fp8_bf16_first_layers));

@@ -532,6 +532,9 @@ ImportedConfig importMegatron(std::string_view text, std::string_view originView
     // off, and the grad buffers take the parameters' dtype (param_and_grad_buffer.py).
     c.grad_reduce_bf16 = args.has("--grad-reduce-in-bf16");
     c.fp8_linears = args.has("--fp8-format");
+    // --fp8-param-gather: fp8_model_init makes the weights FP8 parameters (megatron/training/arguments.py asserts the
+    // distributed optimizer or an FSDP for it).
+    c.fp8_param_gather = c.fp8_linears && args.has("--fp8-param-gather");
     if (c.fp8_linears) {
         // --fp8-recipe defaults to delayed scaling (megatron/training/arguments.py); only tensorwise is costed.
         const std::string recipe = args.string("--fp8-recipe").value_or("delayed");

@@ -113,6 +113,8 @@ json configJson(const ParallelConfig& c)
     // Written only when set, so plans without them read as before.
     if (c.grad_reduce_bf16)
         doc["grad_reduce_bf16"] = true;
+    if (c.fp8_linears && c.fp8_param_gather)
+        doc["fp8_param_gather"] = true;
     if (c.hasFp8Bf16Layers()) {
         doc["fp8_bf16_first_layers"] = c.fp8_bf16_first_layers;
         doc["fp8_bf16_last_layers"] = c.fp8_bf16_last_layers;

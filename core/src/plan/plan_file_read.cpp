@@ -125,6 +125,7 @@ ParallelConfig configFromJson(const json& doc, const std::string& origin, int nu
     c.fp8_bf16_first_layers = f.has("fp8_bf16_first_layers") ? intField(f, "fp8_bf16_first_layers", 0, kMaxLayers) : 0;
     c.fp8_bf16_last_layers = f.has("fp8_bf16_last_layers") ? intField(f, "fp8_bf16_last_layers", 0, kMaxLayers) : 0;
     c.grad_reduce_bf16 = f.boolean("grad_reduce_bf16", false);
+    c.fp8_param_gather = f.boolean("fp8_param_gather", false);
     c.eager_kernels = f.boolean("eager_kernels", false);
     if (const auto framework = f.optString("framework")) { // absent in older plans: generic
         const auto parsed = parseFramework(*framework);

@@ -97,6 +97,8 @@ nlohmann::json candidateJson(const Evaluation& e, const CostModel& model)
               {"memory_limit_gb", toGB(e.memory_limit_bytes)}};
     if (c.grad_reduce_bf16)
         out["grad_reduce_bf16"] = true;
+    if (c.fp8_linears && c.fp8_param_gather)
+        out["fp8_param_gather"] = true;
     if (c.hasFp8Bf16Layers()) {
         out["fp8_bf16_first_layers"] = c.fp8_bf16_first_layers;
         out["fp8_bf16_last_layers"] = c.fp8_bf16_last_layers;

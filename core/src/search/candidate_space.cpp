@@ -326,6 +326,8 @@ std::vector<ParallelConfig> enumerateCandidates(const CostModel& model, const Se
                                     c.fp8_bf16_first_layers = config.fp8_bf16_first_layers;
                                     c.fp8_bf16_last_layers = config.fp8_bf16_last_layers;
                                     c.grad_reduce_bf16 = config.grad_reduce_bf16;
+                                    c.fp8_param_gather = config.fp8_linears && config.fp8_param_gather && zero >= 1
+                                        && profile.fp8_weight_cache;
                                     c.eager_kernels = config.eager_kernels;
                                     c.recompute = recompute;
                                     c.recompute_modules = space.recompute_modules;

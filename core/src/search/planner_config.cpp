@@ -208,6 +208,7 @@ nlohmann::json toJson(const PlannerConfig& c)
                  {"fp8_bf16_first_layers", c.fp8_bf16_first_layers},
                  {"fp8_bf16_last_layers", c.fp8_bf16_last_layers},
                  {"grad_reduce_bf16", c.grad_reduce_bf16},
+                 {"fp8_param_gather", c.fp8_param_gather},
                  {"eager_kernels", c.eager_kernels},
                  {"layer_num", c.layer_num},
                  {"framework", frameworkName(c.framework)},

@@ -225,6 +225,7 @@ PlannerConfig plannerConfigFromJson(const nlohmann::json& doc, std::string_view 
     c.fp8_bf16_first_layers = integer("fp8_bf16_first_layers", 0, 100000, c.fp8_bf16_first_layers);
     c.fp8_bf16_last_layers = integer("fp8_bf16_last_layers", 0, 100000, c.fp8_bf16_last_layers);
     c.grad_reduce_bf16 = f.boolean("grad_reduce_bf16", c.grad_reduce_bf16);
+    c.fp8_param_gather = f.boolean("fp8_param_gather", c.fp8_param_gather);
     c.eager_kernels = f.boolean("eager_kernels", c.eager_kernels);
     c.layer_num = integer("layer_num", 0, 100000, c.layer_num);
     if (const auto framework = f.optString("framework")) {

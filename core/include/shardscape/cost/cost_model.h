@@ -247,6 +247,12 @@ private:
         backward: the last one (the module gathered last), and under FrameworkProfile::fsdp_root_keeps_embedding
         the layers outside the blocks and the last block. */
     double retainedParams(int first, int last, const ParallelConfig& config, const FrameworkProfile& framework) const;
+    /** Per-rank elements of the FP8 linears' weights of layers first..last (none outside fp8_linears, nor in the
+        blocks fp8_bf16_first_layers / _last_layers keep in the model's dtype). */
+    double fp8LinearElements(int first, int last, const ParallelConfig& config) const;
+    /** Bytes Transformer Engine's FP8 weights add to layers first..last beyond their 16-bit weights (negative where
+        FP8 parameters replace them): FrameworkProfile::fp8_weight_cache. */
+    double fp8WeightBytes(int first, int last, const ParallelConfig& config, const FrameworkProfile& framework) const;
     double m_flopsPerToken = 0;
 
     mutable std::mutex m_cacheMutex;

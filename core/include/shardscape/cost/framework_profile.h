@@ -231,6 +231,10 @@ struct FrameworkProfile
     bool fused_column_gemms = false;
     /** It can keep the first and last decoder blocks out of FP8 (ParallelConfig::fp8_bf16_first_layers). */
     bool fp8_bf16_edge_layers = false;
+    /** Transformer Engine's linears keep an FP8 copy of their 16-bit weight from a step's first micro-batch on
+        (ParallelConfig::fp8_linears without fp8_param_gather; see CostModel's FP8 weight memory), and the framework
+        can make the weights FP8 parameters instead (ParallelConfig::fp8_param_gather). */
+    bool fp8_weight_cache = false;
     /** It can reduce gradients in the 16-bit dtype (ParallelConfig::grad_reduce_bf16). */
     bool grad_reduce_bf16 = false;
     /** A column-parallel linear's backward launches its TP collectives asynchronously beside its own GEMMs: the

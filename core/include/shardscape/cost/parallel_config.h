@@ -90,6 +90,10 @@ struct ParallelConfig
         param.dtype unless grad_reduce_in_fp32; Megatron-Bridge's performance recipes set ddp.grad_reduce_in_fp32
         False). Halves the gradient buffers and the data-parallel gradient traffic. */
     bool grad_reduce_bf16 = false;
+    /** The FP8 linears' weights are FP8 parameters, all-gathered in FP8 (Megatron's --fp8-param-gather: Transformer
+        Engine's fp8_model_init; Megatron-Bridge's FP8 recipes set it): no 16-bit copy beside the FP8 one, and 1 byte
+        per element in the distributed optimizer's parameter all-gather. Needs fp8_linears and ZeRO 1 or more. */
+    bool fp8_param_gather = false;
     /** Whether fp8_linears leaves some blocks in the model's dtype. */
     bool hasFp8Bf16Layers() const { return fp8_linears && (fp8_bf16_first_layers > 0 || fp8_bf16_last_layers > 0); }
     /** Eager PyTorch (no torch.compile): RMSNorm, rotary embedding and SwiGLU run as chains of unfused kernels,

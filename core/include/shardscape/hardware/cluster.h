@@ -47,6 +47,11 @@ struct DeviceSpec
         backward (cuDNN's flash attention on Hopper, which Transformer Engine selects there); 0 = no faster. Applies
         where the framework runs them (FrameworkProfile::vendor_fused_attention). */
     double fused_attention_speedup = 0;
+    /** Its FP8 tensor cores take GEMM operands in any layout (compute capability 10.x: Blackwell). Hopper and Ada
+        take FP8 GEMMs in the TN layout only, so Transformer Engine keeps a transposed FP8 copy of each weight for
+        the backward pass (transformer_engine/pytorch/csrc/quantizer.cpp: with_transpose = columnwise_usage &&
+        !nvte_is_non_tn_fp8_gemm_supported()). */
+    bool fp8_gemm_any_layout = false;
 
     double peak(DType dtype) const { return peak_flops[static_cast<std::size_t>(dtype)]; }
 };

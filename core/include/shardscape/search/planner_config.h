@@ -110,6 +110,10 @@ struct PlannerConfig
     int fp8_bf16_first_layers = 0;
     int fp8_bf16_last_layers = 0;
     bool grad_reduce_bf16 = false; ///< "grad_reduce_bf16": gradients reduced in 16 bits (ParallelConfig)
+    /** "fp8_param_gather": FP8 plans with ZeRO 1 or more make their FP8 linears' weights FP8 parameters where the
+        framework can (Megatron's --fp8-param-gather, what NVIDIA's FP8 recipes do); false keeps 16-bit weights
+        beside Transformer Engine's FP8 copies. */
+    bool fp8_param_gather = true;
     bool eager_kernels = false;
     /** Not an AutoDist key: the training framework the plan is for ("framework" in JSON: generic, megatron-core,
         nemo, torchtitan, deepspeed, composer). It sets the memory terms of every candidate and bounds the search to
