@@ -877,6 +877,23 @@ void TestUiApp::whatIfKeepsBlocksPerChunk()
     QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
     QVERIFY(window.whatIfPanel()->result()->config.grad_reduce_bf16);
     QVERIFY(std::fabs(window.whatIfPanel()->result()->stages.front().memory.gradients / (fp32Grads / 2) - 1) < 1e-9);
+
+    // FP8 linears keep Transformer Engine's FP8 weight copies beside the 16-bit weights; as FP8 parameters they
+    // replace them.
+    const double bf16Weights = window.whatIfPanel()->result()->stages.front().memory.weights;
+    QCheckBox* fp8 = nullptr;
+    for (auto* box : window.whatIfPanel()->findChildren<QCheckBox*>())
+        if (box->text() == QStringLiteral("FP8 linears"))
+            fp8 = box;
+    auto* fp8Params = window.whatIfPanel()->findChild<QCheckBox*>(QStringLiteral("fp8Params"));
+    QVERIFY(fp8 && fp8Params && !fp8Params->isChecked());
+    fp8->setChecked(true);
+    QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
+    QVERIFY(window.whatIfPanel()->result()->stages.front().memory.weights > 1.5 * bf16Weights);
+    fp8Params->setChecked(true);
+    QVERIFY(whatIfShown.wait(kPlanTimeoutMs));
+    QVERIFY(window.whatIfPanel()->result()->config.fp8_param_gather);
+    QCOMPARE(window.whatIfPanel()->result()->stages.front().memory.weights, bf16Weights);
 }
 
 void TestUiApp::exportPlanReloads()

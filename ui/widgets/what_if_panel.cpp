@@ -115,6 +115,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     , m_fp8(new QCheckBox(tr("FP8 linears"), this))
     , m_eager(new QCheckBox(tr("Eager (no compile)"), this))
     , m_gradBf16(new QCheckBox(tr("BF16 grad reduce"), this))
+    , m_fp8Params(new QCheckBox(tr("FP8 parameters"), this))
     , m_framework(new QComboBox(this))
     , m_stageLayers(new QLineEdit(this))
     , m_status(new QLabel(this))
@@ -155,6 +156,10 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     m_gradBf16->setToolTip(tr("Accumulate and reduce gradients in the model's 16-bit dtype instead of fp32 "
                               "(Megatron --grad-reduce-in-bf16): half the gradient buffers and data-parallel "
                               "gradient traffic; megatron-core, nemo and generic"));
+    m_fp8Params->setObjectName(QStringLiteral("fp8Params"));
+    m_fp8Params->setToolTip(tr("With FP8 linears and ZeRO 1+: the weights are FP8 parameters, all-gathered in FP8 "
+                               "(Megatron --fp8-param-gather). Off, Transformer Engine keeps an FP8 copy beside each "
+                               "16-bit weight"));
     for (const auto framework : allFrameworks())
         m_framework->addItem(format::text(frameworkName(framework)), static_cast<int>(framework));
     m_framework->setToolTip(tr("The training framework the configuration is for: it sets the memory terms (what the "
@@ -201,6 +206,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     addPair(10, 0, tr("Capacity:"), m_capacity);
     addPair(10, 1, tr("Imbal.:"), m_imbalance);
     grid->addWidget(m_gradBf16, 11, 0, 1, 2);
+    grid->addWidget(m_fp8Params, 11, 2, 1, 2);
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
 
@@ -271,8 +277,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
         });
     for (QComboBox* box : {m_zero, m_recompute, m_schedule, m_framework})
         connect(box, &QComboBox::currentIndexChanged, this, &WhatIfPanel::scheduleEdit);
-    for (QCheckBox* box :
-         {m_tpOverlap, m_paramGatherOverlap, m_a2aOverlap, m_sharedExpertOverlap, m_fp8, m_eager, m_gradBf16})
+    for (QCheckBox* box : {m_tpOverlap, m_paramGatherOverlap, m_a2aOverlap, m_sharedExpertOverlap, m_fp8, m_eager,
+                           m_gradBf16, m_fp8Params})
         connect(box, &QCheckBox::toggled, this, &WhatIfPanel::scheduleEdit);
     for (QDoubleSpinBox* box : {m_capacity, m_imbalance})
         connect(box, &QDoubleSpinBox::valueChanged, this, &WhatIfPanel::scheduleEdit);
@@ -346,6 +352,7 @@ void WhatIfPanel::loadEditors(const ParallelConfig& c)
     m_fp8->setChecked(c.fp8_linears);
     m_eager->setChecked(c.eager_kernels);
     m_gradBf16->setChecked(c.grad_reduce_bf16);
+    m_fp8Params->setChecked(c.fp8_param_gather);
     m_framework->setCurrentIndex(m_framework->findData(static_cast<int>(c.framework)));
     m_stageLayers->setText(m_baseline && c.pp > 1 ? layersText(resolvedStageLayers(*m_baseline)) : QString());
     m_loading = false;
@@ -384,6 +391,7 @@ ParallelConfig WhatIfPanel::editedConfig() const
     c.fp8_linears = m_fp8->isChecked();
     c.eager_kernels = m_eager->isChecked();
     c.grad_reduce_bf16 = m_gradBf16->isChecked();
+    c.fp8_param_gather = m_fp8Params->isChecked();
     c.framework = static_cast<Framework>(m_framework->currentData().toInt());
     c.stage_layers.clear();
     static const QRegularExpression separators(QStringLiteral("[,;\\s]+"));

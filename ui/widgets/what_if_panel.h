@@ -95,6 +95,7 @@ private:
     QCheckBox* m_fp8;
     QCheckBox* m_eager;
     QCheckBox* m_gradBf16;
+    QCheckBox* m_fp8Params;
     QComboBox* m_framework;
     QLineEdit* m_stageLayers;
     QLabel* m_status;
