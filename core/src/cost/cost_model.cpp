@@ -187,24 +187,6 @@ bool fsdpGathersFp8(const FrameworkProfile& framework, const ParallelConfig& c)
         && c.dp * c.cp > 1;
 }
 
-/** Per-device elements of the weights of a layer's float8 linears (the roles LayerLayout's FP8 covers: column, row
-    and replicated linears; not the vocabulary projection or the embedding). */
-double fp8LinearWeightElements(const ModelGraph& graph, const Layer& layer, int tp)
-{
-    double elements = 0;
-    std::unordered_set<TensorId> seen;
-    for (const auto id : layer.ops) {
-        const Op& op = graph.op(id);
-        if (op.kind != OpKind::Linear || op.params.empty()
-            || (op.tp_role != TpRole::Column && op.tp_role != TpRole::Row && op.tp_role != TpRole::Replicated))
-            continue;
-        const Tensor& weight = graph.tensor(op.params.front());
-        if (seen.insert(op.params.front()).second)
-            elements += static_cast<double>(weight.elements()) / (weight.tp_sharded ? tp : 1);
-    }
-    return elements;
-}
-
 double adamStepBytesPerParam()
 {
     // Reads fp32 master, m, v and the 16-bit gradient; writes master, m, v and the 16-bit weight.
@@ -251,7 +233,7 @@ CostModel::CostModel(std::shared_ptr<const ModelGraph> graph, Cluster cluster, C
     }
     m_paramParts.resize(m_layers.size());
     for (std::size_t l = 0; l < m_layers.size(); ++l) {
-        std::unordered_set<TensorId> seen;
+        std::unordered_set<TensorId> seen, fp8Seen;
         for (const auto id : m_layers[l].ops) {
             const Op& op = m_graph->op(id);
             for (const auto t : op.params) {
@@ -268,6 +250,14 @@ CostModel::CostModel(std::shared_ptr<const ModelGraph> graph, Cluster cluster, C
                         : (tensor.tp_sharded ? m_paramParts[l].dense_split : m_paramParts[l].dense_whole))
                     += elements;
             }
+            // The FP8 linears' weights, for their FP8 gathers and copies.
+            if (op.kind == OpKind::Linear && !op.params.empty()
+                && (op.tp_role == TpRole::Column || op.tp_role == TpRole::Row || op.tp_role == TpRole::Replicated)
+                && fp8Seen.insert(op.params.front()).second) {
+                const Tensor& weight = m_graph->tensor(op.params.front());
+                (weight.tp_sharded ? m_paramParts[l].fp8_split : m_paramParts[l].fp8_whole)
+                    += static_cast<double>(weight.elements());
+            }
         }
     }
 }
@@ -277,8 +267,10 @@ double CostModel::fp8LinearElements(int first, int last, const ParallelConfig& c
     double elements = 0;
     if (c.fp8_linears)
         for (int l = first; l <= last; ++l)
-            if (!keepsModelDtype(static_cast<std::size_t>(l), c))
-                elements += fp8LinearWeightElements(*m_graph, m_layers[static_cast<std::size_t>(l)], c.tp);
+            if (!keepsModelDtype(static_cast<std::size_t>(l), c)) {
+                const LayerParamParts& parts = m_paramParts[static_cast<std::size_t>(l)];
+                elements += parts.fp8_split / c.tp + parts.fp8_whole;
+            }
     return elements;
 }
 
@@ -661,10 +653,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
                 std::vector<double> layerFp8;
                 if (fsdpGathersFp8(framework, c))
                     for (int l = chunk.first; l <= chunk.last; ++l)
-                        layerFp8.push_back(
-                            keepsModelDtype(static_cast<std::size_t>(l), c)
-                                ? 0.0
-                                : fp8LinearWeightElements(*m_graph, m_layers[static_cast<std::size_t>(l)], c.tp));
+                        layerFp8.push_back(fp8LinearElements(l, l, c));
                 chunk.shardedDpExposed = shardedDpExposedTime(c, framework, m_params, *m_source, chunk.first,
                                                               layerDense, layerFp8, costs, denseZero, m_graph->dtype);
                 stage.forward += chunk.shardedDpExposed.first;

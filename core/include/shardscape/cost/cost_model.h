@@ -238,6 +238,9 @@ private:
     struct LayerParamParts
     {
         double dense_split = 0, dense_whole = 0, expert_split = 0, expert_whole = 0;
+        /** The weights of the linears FP8 covers (LayerLayout's column, row and replicated roles; not the vocabulary
+            projection or the embedding), split by TP or whole. */
+        double fp8_split = 0, fp8_whole = 0;
         std::vector<TensorId> shared;
     };
     std::vector<LayerParamParts> m_paramParts;
