@@ -178,13 +178,13 @@ std::pair<double, double> shardedDpExposedTime(const ParallelConfig& c, const Fr
     return {forward, backward};
 }
 
-/** Whether FSDP all-gathers the float8 linears' weights as float8 (FrameworkProfile::fsdp_gathers_fp8_tensorwise):
-    tensorwise recipes with the weights sharded over more than one rank, as the torchtitan export configures it. */
+/** Whether FSDP all-gathers the float8 linears' weights as float8 (FrameworkProfile::fsdp_gathers_fp8_tensorwise, or
+    FP8 parameters: ParallelConfig::fp8_param_gather): tensorwise recipes with the weights sharded over more than one
+    rank, as the torchtitan export configures it. */
 bool fsdpGathersFp8(const FrameworkProfile& framework, const ParallelConfig& c)
 {
-    const bool fp8Gather = framework.fsdp_gathers_fp8_tensorwise || (framework.fp8_weight_cache && c.fp8_param_gather);
-    return fp8Gather && c.fp8_linears && c.fp8_recipe == Float8Recipe::Tensorwise && c.zero_stage == 3
-        && c.dp * c.cp > 1;
+    return (framework.fsdp_gathers_fp8_tensorwise || c.fp8_param_gather) && c.fp8_linears
+        && c.fp8_recipe == Float8Recipe::Tensorwise && c.zero_stage == 3 && c.dp * c.cp > 1;
 }
 
 double adamStepBytesPerParam()
@@ -278,9 +278,10 @@ double CostModel::fp8WeightBytes(int first, int last, const ParallelConfig& c, c
 {
     // Transformer Engine's FP8 copy of a weight: 1 B, plus 1 B for its transpose where FP8 GEMMs are TN only
     // (DeviceSpec::fp8_gemm_any_layout). Without FP8 parameters it sits beside the 16-bit weight the parameter
-    // memory counts; with them (fp8_param_gather) it replaces it. Megatron-FSDP (ZeRO 2/3) gathers and caches
-    // its weights its own way: not modelled.
-    if (!c.fp8_linears || !f.fp8_weight_cache || c.zero_stage >= 2)
+    // memory counts (where the framework caches it); with them (fp8_param_gather, which frameworkRestriction allows
+    // only where it can run) it replaces it. Megatron-FSDP (ZeRO 2/3) gathers and caches its weights its own way:
+    // not modelled.
+    if (!c.fp8_linears || c.zero_stage >= 2 || (!c.fp8_param_gather && !f.fp8_weight_cache))
         return 0;
     const double copy = m_cluster.device.fp8_gemm_any_layout ? 1 : 2;
     const double perElement = c.fp8_param_gather ? copy - dtypeBytes(m_graph->dtype) : copy;
@@ -587,7 +588,7 @@ std::unique_ptr<CostModel::Assembly> CostModel::assemble(const ParallelConfig& c
         chunk.params = spanParams(chunk.first, chunk.last, c);
         const double dense = chunk.params.dense;
         // The distributed optimizer's parameter all-gather: FP8 parameters travel in 1 byte.
-        const double paramGatherBytes = c.fp8_linears && c.fp8_param_gather && framework.fp8_weight_cache
+        const double paramGatherBytes = c.fp8_linears && c.fp8_param_gather
             ? dense * weightBytes - fp8LinearElements(chunk.first, chunk.last, c) * (weightBytes - 1)
             : dense * weightBytes;
         const double expert = chunk.params.expert;
